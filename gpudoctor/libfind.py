@@ -1,0 +1,167 @@
+"""Find every copy of a CUDA library on the machine, and the one the dynamic loader would pick.
+
+Where ``cuda.pathfinder`` answers "load one libcudart for me", this answers the
+diagnostic question: which copies exist (system dirs, ``/usr/local/cuda*``, pip
+``nvidia-*`` wheels, conda, WSL's ``/usr/lib/wsl/lib``, ``LD_LIBRARY_PATH``), what
+version each is, and which one a plain ``dlopen("libcudart.so.13")`` resolves to
+(``LD_LIBRARY_PATH``, then the ldconfig cache, then the default dirs, as ld.so(8) documents;
+RPATH/RUNPATH of the loading binary are not modelled).
+"""
+from __future__ import annotations
+
+import glob
+import os
+import site
+import sys
+from dataclasses import dataclass
+from typing import Dict, List, Mapping, Optional, Tuple
+
+from gpudoctor import parsers
+from gpudoctor.subproc import run
+
+DEFAULT_DIRS = ("/lib64", "/usr/lib64", "/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib", "/usr/lib")
+EXTRA_SYSTEM_DIRS = (
+    "/usr/lib/x86_64-linux-gnu/nvidia/current",  # Debian's driver packages
+    "/usr/local/nvidia/lib64",  # NVIDIA container toolkit mounts
+    "/usr/local/nvidia/lib",
+    "/usr/lib/wsl/lib",  # WSL 2: the Windows driver's libcuda
+)
+
+
+@dataclass(frozen=True)
+class LibCopy:
+    """One file of a library. ``origin``: where it was found (LD_LIBRARY_PATH, ldconfig,
+    system, cuda-toolkit, pip, conda, wsl, container); ``package``: the pip distribution
+    owning it, when there is one; ``version``: from the file name or that distribution."""
+
+    path: str
+    realpath: str
+    origin: str
+    version: Optional[str]
+    package: Optional[str] = None
+
+    def to_dict(self) -> dict:
+        return {k: v for k, v in self.__dict__.items()}
+
+
+def site_packages_dirs() -> List[str]:
+    dirs = []
+    try:
+        dirs.extend(site.getsitepackages())
+    except AttributeError:  # virtualenv's old site.py
+        pass
+    try:
+        dirs.append(site.getusersitepackages())
+    except AttributeError:
+        pass
+    dirs.extend(p for p in sys.path if p.endswith(("site-packages", "dist-packages")))
+    seen, out = set(), []
+    for d in dirs:
+        if d not in seen and os.path.isdir(d):
+            seen.add(d)
+            out.append(d)
+    return out
+
+
+def ldconfig_cache(timeout: float = 5.0) -> List[dict]:
+    """Parsed ``ldconfig -p``; empty when ldconfig is missing (e.g. on Windows or musl)."""
+    for exe in ("/sbin/ldconfig", "/usr/sbin/ldconfig", "ldconfig"):
+        res = run([exe, "-p"], timeout=timeout)
+        if res.ok:
+            return parsers.parse_ldconfig_p(res.stdout)
+    return []
+
+
+def pip_owned_libs(site_dirs: List[str]) -> Dict[str, Tuple[str, str]]:
+    """Map realpath of each shared library shipped by an ``nvidia-*`` (or ``tensorrt*``)
+    wheel to (distribution name, version), read from the wheels' RECORD files."""
+    owned: Dict[str, Tuple[str, str]] = {}
+    for sp in site_dirs:
+        for info in glob.glob(os.path.join(sp, "nvidia_*.dist-info")) + glob.glob(os.path.join(sp, "tensorrt*.dist-info")):
+            name, version = _dist_name_version(info)
+            try:
+                with open(os.path.join(info, "RECORD"), encoding="utf-8", errors="replace") as fh:
+                    for line in fh:
+                        rel = line.split(",", 1)[0]
+                        if ".so" in rel or rel.endswith(".dll"):
+                            owned[os.path.realpath(os.path.join(sp, rel))] = (name, version)
+            except OSError:
+                continue
+    return owned
+
+
+def _dist_name_version(info_dir: str) -> Tuple[str, str]:
+    base = os.path.basename(info_dir)[: -len(".dist-info")]
+    name, _, version = base.partition("-")
+    return name.replace("_", "-"), version
+
+
+class LibraryIndex:
+    """Search directories of this machine, scanned once per run (see :func:`index_for`)."""
+
+    def __init__(self, env: Mapping[str, str], timeout: float = 5.0):
+        self.env = env
+        self.ld_library_path = [d for d in env.get("LD_LIBRARY_PATH", "").split(":") if d]
+        self.cache = ldconfig_cache(timeout)
+        self.site_dirs = site_packages_dirs()
+        self.pip_owned = pip_owned_libs(self.site_dirs)
+        self.dirs = self._search_dirs()
+
+    def _search_dirs(self) -> List[Tuple[str, str]]:
+        dirs: List[Tuple[str, str]] = []
+        dirs += [(d, "LD_LIBRARY_PATH") for d in self.ld_library_path]
+        dirs += [(os.path.dirname(e["path"]), "ldconfig") for e in self.cache]
+        dirs += [(d, "system") for d in DEFAULT_DIRS]
+        dirs += [(d, "wsl" if "wsl" in d else "container" if "/nvidia/" in d and "local" in d else "system") for d in EXTRA_SYSTEM_DIRS]
+        for root in sorted(glob.glob("/usr/local/cuda*")) + [self.env.get("CUDA_HOME", ""), self.env.get("CUDA_PATH", "")]:
+            if root:
+                dirs += [(os.path.join(root, "lib64"), "cuda-toolkit")]
+                dirs += [(d, "cuda-toolkit") for d in glob.glob(os.path.join(root, "targets", "*", "lib"))]
+        for sp in self.site_dirs:
+            dirs += [(d, "pip") for d in glob.glob(os.path.join(sp, "nvidia", "*", "lib"))]
+            dirs += [(d, "pip") for d in glob.glob(os.path.join(sp, "nvidia", "*", "lib64"))]
+            dirs += [(d, "pip") for d in glob.glob(os.path.join(sp, "tensorrt_libs"))]
+        if self.env.get("CONDA_PREFIX"):
+            dirs += [(os.path.join(self.env["CONDA_PREFIX"], "lib"), "conda")]
+        seen, out = set(), []
+        for d, origin in dirs:
+            key = os.path.realpath(d) if d else d
+            if d and key not in seen and os.path.isdir(d):
+                seen.add(key)
+                out.append((d, origin))
+        return out
+
+    def copies(self, stem: str) -> List[LibCopy]:
+        """Every distinct file (by realpath) named ``{stem}.so*``, e.g. stem ``libcudart``."""
+        found: Dict[str, LibCopy] = {}
+        for d, origin in self.dirs:
+            for path in sorted(glob.glob(os.path.join(d, stem + ".so*"))):
+                real = os.path.realpath(path)
+                if real in found or not os.path.isfile(real):
+                    continue
+                pkg = self.pip_owned.get(real)
+                version = parsers.version_from_soname(os.path.basename(real))
+                if pkg and (version is None or version.count(".") == 0):
+                    version = pkg[1]  # wheel files are named libX.so.13: the wheel knows the full version
+                found[real] = LibCopy(path, real, origin, version, pkg[0] if pkg else None)
+        return list(found.values())
+
+    def loader_pick(self, soname: str) -> Optional[str]:
+        """The file ``dlopen(soname)`` would open from a binary without RPATH, or None."""
+        for d in self.ld_library_path:
+            cand = os.path.join(d, soname)
+            if os.path.isfile(cand):
+                return cand
+        for e in self.cache:
+            if e["soname"] == soname and "x86-64" in e.get("arch", "x86-64"):
+                return e["path"]
+        for d in DEFAULT_DIRS:
+            cand = os.path.join(d, soname)
+            if os.path.isfile(cand):
+                return cand
+        return None
+
+
+def index_for(ctx) -> LibraryIndex:
+    """The run's shared :class:`LibraryIndex` (scanned once even when probes ask concurrently)."""
+    return ctx.memo("library-index", lambda: LibraryIndex(ctx.env, timeout=ctx.timeout))

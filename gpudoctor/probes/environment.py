@@ -1,0 +1,51 @@
+"""Environment variables that steer CUDA: device visibility, library and tool search paths."""
+from __future__ import annotations
+
+import os
+import re
+
+from gpudoctor import parsers
+
+# A directory name that states a CUDA version: /usr/local/cuda-10.1/lib64, .../cuda/12.4/..., nvidia/cu13/lib
+_CUDA_DIR_VERSION = re.compile(r"cuda[-_/]?(\d{1,2}\.\d)(?![\d])", re.IGNORECASE)
+
+TOOL_VARS = ("CUDA_HOME", "CUDA_PATH", "CUDA_ROOT", "CUDAHOSTCXX", "NVCC_CCBIN", "NVCC_APPEND_FLAGS",
+             "NVCC_PREPEND_FLAGS", "CUDA_DEVICE_ORDER", "CUDA_MODULE_LOADING", "CUDA_LAUNCH_BLOCKING",
+             "TORCH_CUDA_ARCH_LIST", "CUDA_CACHE_DISABLE", "CUDA_FORCE_PTX_JIT", "CUDA_DISABLE_PTX_JIT")
+
+
+def cuda_version_in_path(path: str):
+    """The CUDA version a path names (``/usr/local/cuda-10.1/lib64`` → ``"10.1"``), following
+    symlinks (``/usr/local/cuda`` → ``cuda-13.0``); None when it names none."""
+    for candidate in (path, os.path.realpath(path)):
+        m = _CUDA_DIR_VERSION.search(candidate)
+        if m:
+            return m.group(1)
+    return None
+
+
+def _path_entries(value: str):
+    out = []
+    for i, entry in enumerate(value.split(os.pathsep) if value else []):
+        if not entry:
+            continue
+        out.append({
+            "index": i,
+            "path": entry,
+            "exists": os.path.isdir(entry),
+            "cuda_version": cuda_version_in_path(entry),
+        })
+    return out
+
+
+def probe(ctx) -> dict:
+    """``{"cuda_visible_devices": parsed, "ld_library_path": [{index, path, exists, cuda_version}],
+    "path": [... entries holding nvcc ...], "vars": {name: value}}``."""
+    path_entries = [e for e in _path_entries(ctx.env.get("PATH", ""))
+                    if e["exists"] and os.path.exists(os.path.join(e["path"], "nvcc"))]
+    return {
+        "cuda_visible_devices": parsers.parse_cuda_visible_devices(ctx.env.get("CUDA_VISIBLE_DEVICES")),
+        "ld_library_path": _path_entries(ctx.env.get("LD_LIBRARY_PATH", "")),
+        "path_cuda_entries": path_entries,
+        "vars": {k: ctx.env[k] for k in TOOL_VARS if k in ctx.env},
+    }

@@ -1,0 +1,130 @@
+"""GPU frameworks, read statically (never imported: torch alone takes seconds and loads CUDA).
+
+torch: ``torch/version.py`` (``__version__``, ``cuda``), its wheel's nvidia-* requirements, and the
+SASS/PTX targets of ``libtorch_cuda.so`` read from its fatbinaries. TensorFlow:
+``tensorflow/python/platform/build_info.py``. ONNX Runtime: ``capi/build_and_package_info.py``.
+JAX and CuPy: the CUDA major in their distribution names (jax-cuda12-plugin, cupy-cuda13x).
+"""
+from __future__ import annotations
+
+import ast
+import importlib.util
+import os
+import re
+from importlib import metadata
+
+_ASSIGN = re.compile(r"^([A-Za-z_]+)\s*=\s*(.+)$", re.MULTILINE)
+
+
+def _module_dir(name: str):
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return list(spec.submodule_search_locations)[0]
+
+
+def read_assignments(path: str) -> dict:
+    """Top-level ``NAME = literal`` assignments of a Python file, without executing it."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            text = fh.read(1 << 20)
+    except OSError:
+        return {}
+    out = {}
+    for m in _ASSIGN.finditer(text):
+        try:
+            out[m.group(1)] = ast.literal_eval(m.group(2).strip())
+        except (ValueError, SyntaxError):
+            continue
+    if "build_info" in out and isinstance(out["build_info"], dict):
+        out.update(out["build_info"])
+    return out
+
+
+def _dist_version(*names):
+    for n in names:
+        try:
+            return n, metadata.version(n)
+        except metadata.PackageNotFoundError:
+            continue
+    return None, None
+
+
+def _requires(dist_name: str) -> list:
+    try:
+        return metadata.requires(dist_name) or []
+    except metadata.PackageNotFoundError:
+        return []
+
+
+def _cuda_major_from(names) -> dict:
+    out = {}
+    for n in names:
+        m = re.search(r"cuda[-_]?(\d{2})|cu(\d{2,3})x?$", n)
+        if m:
+            out[n] = int((m.group(1) or m.group(2))[:2])
+    return out
+
+
+def _torch(include_archs: bool) -> dict:
+    d = _module_dir("torch")
+    if not d:
+        return None
+    v = read_assignments(os.path.join(d, "version.py"))
+    reqs = _requires("torch")
+    cudnn_req = next((r for r in reqs if r.startswith("nvidia-cudnn")), None)
+    facts = {"path": d, "version": v.get("__version__"), "cuda": v.get("cuda"), "hip": v.get("hip"),
+             "cudnn_requirement": cudnn_req.split(";")[0].strip() if cudnn_req else None,
+             "nvidia_requirements": [r.split(";")[0].strip() for r in reqs if r.startswith("nvidia-")],
+             "archs": None}
+    lib = os.path.join(d, "lib", "libtorch_cuda.so")
+    if include_archs and os.path.isfile(lib):
+        facts["archs"] = _binary_archs(lib)
+    return facts
+
+
+def _binary_archs(path: str) -> dict:
+    try:
+        from gpudoctor import fatbin
+    except ImportError:
+        return {"error": "fatbin reader unavailable"}
+    try:
+        b = fatbin.read_cuda_binary(path)
+    except (fatbin.CudaBinaryError, OSError) as exc:
+        return {"path": path, "error": str(exc)}
+    return {"path": path, "sass": list(b.sass), "ptx": list(b.ptx)}
+
+
+def probe(ctx) -> dict:
+    """``{"torch": {...}|None, "tensorflow": {...}|None, "onnxruntime": {...}|None, "jax": {...}|None,
+    "cupy": {...}|None}``; each holds version, the CUDA (and cuDNN) it was built for, and where known,
+    its SASS/PTX targets."""
+    out = {"torch": _torch(include_archs=True), "tensorflow": None, "onnxruntime": None, "jax": None, "cupy": None}
+    tf = _module_dir("tensorflow")
+    if tf:
+        bi = read_assignments(os.path.join(tf, "python", "platform", "build_info.py"))
+        out["tensorflow"] = {"path": tf, "version": _dist_version("tensorflow", "tensorflow-cpu", "tf-nightly")[1],
+                             "is_cuda_build": bi.get("is_cuda_build"), "cuda": bi.get("cuda_version"),
+                             "cudnn": bi.get("cudnn_version"), "archs": bi.get("cuda_compute_capabilities")}
+    ort = _module_dir("onnxruntime")
+    if ort:
+        info = read_assignments(os.path.join(ort, "capi", "build_and_package_info.py"))
+        dist, ver = _dist_version("onnxruntime-gpu", "onnxruntime")
+        out["onnxruntime"] = {"path": ort, "distribution": dist, "version": ver or info.get("__version__"),
+                              "cuda": info.get("cuda_version"), "cudnn": info.get("cudnn_version")}
+    if _module_dir("jax") or _module_dir("jaxlib"):
+        plugins = [n for n in ("jax-cuda13-plugin", "jax-cuda12-plugin", "jax-cuda13-pjrt", "jax-cuda12-pjrt", "jaxlib")
+                   if _dist_version(n)[1]]
+        out["jax"] = {"version": _dist_version("jax")[1], "jaxlib": _dist_version("jaxlib")[1],
+                      "plugins": {p: _dist_version(p)[1] for p in plugins},
+                      "cuda_majors": sorted(set(_cuda_major_from(plugins).values()))}
+    cupy_names = [d.metadata["Name"] for d in metadata.distributions()
+                  if (d.metadata["Name"] or "").lower().startswith("cupy")]
+    if cupy_names:
+        majors = _cuda_major_from([n.lower() for n in cupy_names])
+        out["cupy"] = {"distributions": {n: metadata.version(n) for n in cupy_names},
+                       "cuda_majors": sorted(set(majors.values()))}
+    return out

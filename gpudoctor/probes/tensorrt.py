@@ -1,0 +1,66 @@
+"""TensorRT: Python modules (version read statically, import tried in a child process),
+libnvinfer copies, wheels, and trtexec."""
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shutil
+import sys
+from importlib import metadata
+
+from gpudoctor.libfind import index_for
+from gpudoctor.subproc import run
+
+MODULES = ("tensorrt", "tensorrt_bindings", "tensorrt_lean", "tensorrt_dispatch")
+_VERSION = re.compile(r"""^__version__\s*=\s*["']([^"']+)["']""", re.MULTILINE)
+_IMPORT = "import importlib, sys; m = importlib.import_module(sys.argv[1]); print(getattr(m, '__version__', '?'))"
+
+
+def _static_version(init_path: str):
+    try:
+        with open(init_path, encoding="utf-8", errors="replace") as fh:
+            m = _VERSION.search(fh.read(1 << 20))
+    except OSError:
+        return None
+    return m.group(1) if m else None
+
+
+def _distributions() -> dict:
+    out = {}
+    for dist in metadata.distributions():
+        name = (dist.metadata["Name"] or "").lower()
+        if name.startswith("tensorrt"):
+            out[name] = dist.version
+    return out
+
+
+def probe(ctx) -> dict:
+    """``{"modules": [{name, path, version, import_ok, import_error}], "distributions": {name: version},
+    "libnvinfer": [copies], "libnvinfer_loaded": {soname: path}, "trtexec": path|None}``."""
+    modules = []
+    for name in MODULES:
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            spec = None
+        if spec is None or not spec.origin:
+            continue
+        entry = {"name": name, "path": os.path.dirname(spec.origin), "version": _static_version(spec.origin)}
+        res = run([sys.executable, "-c", _IMPORT, name], timeout=ctx.timeout, env=ctx.env)
+        entry["import_ok"] = res.ok
+        lines = [l for l in res.stderr.strip().splitlines() if l.strip()]
+        entry["import_error"] = None if res.ok else (res.error or (lines[-1] if lines else f"exit {res.returncode}"))
+        modules.append(entry)
+    idx = index_for(ctx)
+    copies = idx.copies("libnvinfer")
+    majors = sorted({(c.version or "").split(".")[0] for c in copies if c.version})
+    trtexec = shutil.which("trtexec", path=ctx.env.get("PATH", "")) or (
+        "/usr/src/tensorrt/bin/trtexec" if os.path.isfile("/usr/src/tensorrt/bin/trtexec") else None)
+    return {
+        "modules": modules,
+        "distributions": _distributions(),
+        "libnvinfer": [c.to_dict() for c in copies],
+        "libnvinfer_loaded": {f"libnvinfer.so.{m}": idx.loader_pick(f"libnvinfer.so.{m}") for m in majors if m},
+        "trtexec": trtexec,
+    }

@@ -1,0 +1,185 @@
+"""Every CUDA toolkit (nvcc) on the machine, and what each one would really use.
+
+``nvcc --dryrun`` prints the commands nvcc would run with the PATH it would run them
+with (after its nvcc.profile). From it we read the host compiler and the version nvcc
+detected for it (``--gnu_version=120200``), and which ``ptxas`` that PATH resolves to:
+a toolkit picking another toolkit's ptxas is a real failure (Debian's nvcc 11.8 with
+CUDA 13.0 on PATH: ``ptxas fatal : Value 'sm_52' is not defined for option 'gpu-name'``).
+"""
+from __future__ import annotations
+
+import glob
+import os
+import re
+import shlex
+import shutil
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+
+from gpudoctor import parsers
+from gpudoctor.subproc import run
+
+_DRYRUN_VAR = re.compile(r"^#\$ ([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
+_HOST_VERSION = re.compile(r"--(gnu|clang)_version=(\d+)")
+
+
+def nvcc_candidates(env) -> list:
+    """[(path, found_via)] for every nvcc: PATH order first, then well-known roots; deduplicated by file."""
+    found, seen = [], set()
+
+    def add(path, via):
+        if path and os.path.isfile(path) and os.access(path, os.X_OK):
+            real = os.path.realpath(path)
+            if real not in seen:
+                seen.add(real)
+                found.append((path, via))
+
+    for d in env.get("PATH", "").split(os.pathsep):
+        if d:
+            add(os.path.join(d, "nvcc"), "PATH")
+    for var in ("CUDA_HOME", "CUDA_PATH", "CUDA_ROOT"):
+        if env.get(var):
+            add(os.path.join(env[var], "bin", "nvcc"), var)
+    for root in sorted(glob.glob("/usr/local/cuda*")) + sorted(glob.glob("/opt/cuda*")):
+        add(os.path.join(root, "bin", "nvcc"), "well-known dir")
+    add("/usr/bin/nvcc", "well-known dir")
+    add("/usr/lib/nvidia-cuda-toolkit/bin/nvcc", "well-known dir")
+    return found
+
+
+def version_from_host_int(n: int) -> str:
+    """``120200`` (cudafe's --gnu_version) → ``"12.2.0"``."""
+    return f"{n // 10000}.{(n // 100) % 100}.{n % 100}"
+
+
+def parse_dryrun(text: str) -> dict:
+    """Read ``nvcc --dryrun`` output: its variables, host compiler command and detected version, ptxas command."""
+    variables, host_cmd, host_kind, host_ver, ptxas_cmd = {}, None, None, None, None
+    for line in text.splitlines()[:400]:
+        if not line.startswith("#$ "):
+            continue
+        m = _DRYRUN_VAR.match(line)
+        if m:
+            variables[m.group(1)] = m.group(2).strip()
+            continue
+        try:
+            argv = shlex.split(line[3:])
+        except ValueError:
+            continue
+        if not argv:
+            continue
+        tool = os.path.basename(argv[0])
+        if host_cmd is None and "-E" in argv and tool not in ("cicc", "cudafe++", "ptxas"):
+            host_cmd = argv[0]
+        if tool == "ptxas" and ptxas_cmd is None:
+            ptxas_cmd = argv[0]
+        hv = _HOST_VERSION.search(line)
+        if hv and host_ver is None:
+            host_kind, host_ver = hv.group(1), version_from_host_int(int(hv.group(2)))
+    return {"vars": variables, "host_command": host_cmd, "host_kind": host_kind,
+            "host_version": host_ver, "ptxas_command": ptxas_cmd}
+
+
+def _include_dir(home: str, variables: dict):
+    inc = variables.get("INCLUDES", "")
+    m = re.search(r'-I"?([^"\s]+)', inc)
+    cands = ([m.group(1)] if m else []) + [os.path.join(home, "include"), os.path.join(home, "targets", "x86_64-linux", "include")]
+    if home.startswith("/usr/lib/nvidia-cuda-toolkit"):
+        cands.append("/usr/include")  # Debian/Ubuntu packaging
+    for c in cands:
+        if os.path.isfile(os.path.join(c, "crt", "host_config.h")):
+            return os.path.normpath(c)
+    return None
+
+
+def _read(path, limit=1 << 20):
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return fh.read(limit)
+    except OSError:
+        return ""
+
+
+def describe_nvcc(path: str, via: str, env, timeout: float) -> dict:
+    facts = {"nvcc": path, "nvcc_realpath": os.path.realpath(path), "found_via": via, "errors": []}
+    ver = run([path, "--version"], timeout=timeout, env=env)
+    if not ver.ok:
+        facts["errors"].append(ver.error or f"nvcc --version exited {ver.returncode}: {ver.output[-300:]}")
+        return facts
+    facts.update(parsers.parse_nvcc_version(ver.stdout) or {})
+    with tempfile.TemporaryDirectory(prefix="gpudoctor-") as tmp:
+        src = os.path.join(tmp, "probe.cu")
+        with open(src, "w") as fh:
+            fh.write("__global__ void k() {}\n")
+        dry = run([path, "--dryrun", "-c", src, "-o", os.path.join(tmp, "probe.o")], timeout=timeout, env=env, cwd=tmp)
+    parsed = parse_dryrun(dry.output)
+    variables = parsed["vars"]
+    here = variables.get("_HERE_")
+    home = os.path.realpath(os.path.join(here, "..")) if here else os.path.dirname(os.path.dirname(os.path.realpath(path)))
+    facts["home"] = home
+    eff_path = variables.get("PATH", env.get("PATH", ""))
+    host = parsed["host_command"]
+    facts["host_compiler"] = {
+        "command": host,
+        "path": (shutil.which(host, path=eff_path) if host and not os.path.isabs(host) else host),
+        "kind": parsed["host_kind"],
+        "version_seen_by_nvcc": parsed["host_version"],
+        "ccbin_from_env": env.get("NVCC_CCBIN"),
+        "extra_flags": {k: env[k] for k in ("NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS") if env.get(k)},
+    }
+    ptxas = parsed["ptxas_command"] or "ptxas"
+    ptxas_path = ptxas if os.path.isabs(ptxas) else shutil.which(ptxas, path=eff_path)
+    ptxas_facts = {"path": ptxas_path, "realpath": os.path.realpath(ptxas_path) if ptxas_path else None}
+    if ptxas_path:
+        pv = run([ptxas_path, "--version"], timeout=timeout, env=env)
+        ptxas_facts.update(parsers.parse_nvcc_version(pv.stdout) or {})
+    facts["ptxas"] = ptxas_facts
+    if not dry.ok and not parsed["host_command"]:
+        facts["errors"].append(f"nvcc --dryrun failed: {dry.error or dry.output[-300:]}")
+    inc = _include_dir(home, variables)
+    facts["include_dir"] = inc
+    if inc:
+        hc = os.path.join(inc, "crt", "host_config.h")
+        facts["host_config"] = dict(parsers.parse_host_config(_read(hc)), path=hc)
+    codes = run([path, "--list-gpu-code"], timeout=timeout, env=env)
+    facts["gpu_codes"] = parsers.parse_gpu_code_list(codes.stdout) if codes.ok else None
+    return facts
+
+
+def probe(ctx) -> dict:
+    """See :func:`shared`."""
+    return shared(ctx)
+
+
+def _probe(ctx) -> dict:
+    """``{"toolkits": [describe_nvcc(...)], "on_path": nvcc path or None}``; ``toolkits[0]`` is the PATH's."""
+    cands = nvcc_candidates(ctx.env)
+    with ThreadPoolExecutor(max_workers=max(1, len(cands))) as pool:
+        toolkits = list(pool.map(lambda c: describe_nvcc(c[0], c[1], ctx.env, ctx.timeout), cands))
+    # A wrapper script (/usr/local/bin/nvcc → exec cuda-13.0/bin/nvcc) and its target are one toolkit.
+    unique, homes = [], set()
+    for t in toolkits:
+        key = t.get("home") or t["nvcc_realpath"]
+        if key in homes:
+            continue
+        homes.add(key)
+        unique.append(t)
+    on_path = shutil.which("nvcc", path=ctx.env.get("PATH", ""))
+    return {"toolkits": unique, "on_path": on_path}
+
+
+def shared(ctx) -> dict:
+    """The toolkit facts of this run, computed once (the smoke test and the probe share them)."""
+    return ctx.memo("toolkits", lambda: _probe(ctx))
+
+
+def older_gxx(env, max_major: int):
+    """The newest installed ``g++-N`` on PATH with N ≤ ``max_major``, or None."""
+    best = None
+    for d in env.get("PATH", "").split(os.pathsep):
+        for p in glob.glob(os.path.join(d, "g++-[0-9]*")):
+            m = re.match(r"g\+\+-(\d+)$", os.path.basename(p))
+            if m and int(m.group(1)) <= max_major and os.access(p, os.X_OK):
+                if best is None or int(m.group(1)) > best[0]:
+                    best = (int(m.group(1)), p)
+    return best[1] if best else None

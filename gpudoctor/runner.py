@@ -1,0 +1,92 @@
+"""Run probes concurrently, each isolated: an exception or a hang becomes a visible fact.
+
+Probes run in daemon threads so that one stuck in a native call (NVML, a driver
+ioctl) cannot keep the process alive: the runner stops waiting at its deadline,
+records ``timeout`` and moves on.
+"""
+from __future__ import annotations
+
+import os
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Callable, Dict, Iterable, Mapping, Optional
+
+
+@dataclass
+class ProbeContext:
+    """What every probe may read: the environment it diagnoses and shared, memoised scans.
+
+    ``env`` is a snapshot of the environment (tests pass their own); ``smoke`` says
+    whether smoke tests (compiles and launches) may run; ``timeout`` is each
+    subprocess's budget in seconds.
+    """
+
+    env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    smoke: bool = True
+    timeout: float = 10.0
+    _memo: Dict[str, object] = field(default_factory=dict, repr=False)
+    _locks: Dict[str, threading.Lock] = field(default_factory=dict, repr=False)
+    _guard: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def memo(self, key: str, compute: Callable[[], object]) -> object:
+        """Compute ``key`` once per run, even when several probes ask at the same time."""
+        with self._guard:
+            lock = self._locks.setdefault(key, threading.Lock())
+        with lock:
+            if key not in self._memo:
+                self._memo[key] = compute()
+            return self._memo[key]
+
+
+@dataclass
+class ProbeResult:
+    """``status``: ok | error | timeout. ``facts`` is the probe's JSON-serialisable dict (None unless ok)."""
+
+    name: str
+    status: str
+    facts: Optional[dict]
+    error: Optional[str]
+    elapsed_s: float
+
+    def to_dict(self) -> dict:
+        return {"status": self.status, "error": self.error, "elapsed_s": round(self.elapsed_s, 4), "facts": self.facts}
+
+
+@dataclass(frozen=True)
+class Probe:
+    name: str
+    area: str
+    func: Callable[[ProbeContext], dict]
+    timeout: float
+
+
+def run_probes(probes: Iterable[Probe], ctx: ProbeContext) -> Dict[str, ProbeResult]:
+    """Run all ``probes`` at once; return results keyed by probe name, in the given order."""
+    probes = list(probes)
+    results: Dict[str, ProbeResult] = {}
+    threads = []
+    start = time.monotonic()
+
+    def body(p: Probe) -> None:
+        t0 = time.monotonic()
+        try:
+            facts = p.func(ctx)
+            results[p.name] = ProbeResult(p.name, "ok", facts, None, time.monotonic() - t0)
+        except Exception as exc:  # isolation: a probe's bug becomes a fact, not a traceback
+            where = traceback.extract_tb(exc.__traceback__)[-1]
+            msg = f"{type(exc).__name__}: {exc} (at {os.path.basename(where.filename)}:{where.lineno})"
+            results[p.name] = ProbeResult(p.name, "error", None, msg, time.monotonic() - t0)
+
+    for p in probes:
+        t = threading.Thread(target=body, args=(p,), name=f"probe-{p.name}", daemon=True)
+        t.start()
+        threads.append((p, t))
+    for p, t in threads:
+        t.join(max(0.0, p.timeout - (time.monotonic() - start)))
+        if t.is_alive():
+            results[p.name] = ProbeResult(
+                p.name, "timeout", None, f"{p.name} probe timed out after {p.timeout:g} s", time.monotonic() - start
+            )
+    return {p.name: results[p.name] for p in probes}

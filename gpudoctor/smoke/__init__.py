@@ -1,0 +1,1 @@
+"""Sources of the smoke tests (shipped as package data)."""

@@ -1,0 +1,320 @@
+"""Out-of-process probes: anything that loads the CUDA driver, NVRTC or a vendor library.
+
+A broken driver can hang in ``cuInit`` or crash the process that loads it; running
+these steps in a child (``python -m gpudoctor.worker TASK``) turns a crash or a hang
+into a fact the report shows. Each task prints one JSON object on stdout.
+"""
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import struct
+import sys
+import time
+
+
+def _bindings():
+    """(driver, runtime, nvrtc) modules of cuda-python, new layout (cuda.bindings) or old (cuda.cuda)."""
+    try:
+        from cuda.bindings import driver, nvrtc, runtime
+    except ImportError:
+        from cuda import cuda as driver, cudart as runtime, nvrtc  # cuda-python < 12.6
+    return driver, runtime, nvrtc
+
+
+def _name(code) -> str:
+    return getattr(code, "name", str(code))
+
+
+def _bindings_version():
+    from importlib import metadata
+
+    for dist in ("cuda-bindings", "cuda-python"):
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def _call(fn, *args):
+    """cuda-python returns (err, values...); return (err_name, first value) and never raise."""
+    try:
+        out = fn(*args)
+    except Exception as exc:  # a missing libcuda/libnvrtc surfaces here as a pathfinder error
+        return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}", None
+    err = _name(out[0])
+    return err, (out[1] if len(out) > 1 else None)
+
+
+def task_cuda() -> dict:
+    """Driver and runtime API facts: cuDriverGetVersion, cuInit, devices, cudaRuntimeGetVersion."""
+    driver, runtime, _ = _bindings()
+    res = {"bindings_version": _bindings_version()}
+    err, ver = _call(driver.cuDriverGetVersion)
+    res["cuDriverGetVersion"] = {"result": err, "value": ver}
+    t0 = time.perf_counter()
+    err, _ = _call(driver.cuInit, 0)
+    res["cuInit"] = {"result": err, "seconds": round(time.perf_counter() - t0, 4)}
+    devices = []
+    if err == "CUDA_SUCCESS":
+        err, count = _call(driver.cuDeviceGetCount)
+        res["device_count"] = count
+        for i in range(count or 0):
+            e, dev = _call(driver.cuDeviceGet, i)
+            if e != "CUDA_SUCCESS":
+                devices.append({"ordinal": i, "error": e})
+                continue
+            _, raw = _call(driver.cuDeviceGetName, 256, dev)
+            A = driver.CUdevice_attribute
+            _, major = _call(driver.cuDeviceGetAttribute, A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev)
+            _, minor = _call(driver.cuDeviceGetAttribute, A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev)
+            _, mem = _call(driver.cuDeviceTotalMem, dev)
+            _, uuid = _call(driver.cuDeviceGetUuid, dev)
+            uuid_hex = bytes(uuid.bytes).hex() if uuid is not None else None
+            devices.append({
+                "ordinal": i,
+                "name": raw.split(b"\0", 1)[0].decode(errors="replace") if raw else None,
+                "compute_capability": f"{major}.{minor}" if major is not None else None,
+                "memory_total_mib": int(mem) // (1024 * 1024) if mem is not None else None,
+                "uuid": ("GPU-%s-%s-%s-%s-%s" % (uuid_hex[:8], uuid_hex[8:12], uuid_hex[12:16], uuid_hex[16:20], uuid_hex[20:])) if uuid_hex else None,
+            })
+    res["devices"] = devices
+    err, rt = _call(runtime.cudaRuntimeGetVersion)
+    res["cudaRuntimeGetVersion"] = {"result": err, "value": rt}
+    err, n = _call(runtime.cudaGetDeviceCount)
+    res["cudaGetDeviceCount"] = {"result": err, "value": n}
+    return res
+
+
+KERNELS = r"""
+%(fp16_include)s
+extern "C" __global__ void vadd(const float* a, const float* b, float* c, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) c[i] = a[i] + b[i];
+}
+extern "C" __global__ void hadd2(const unsigned int* a, const unsigned int* b, unsigned int* c, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+%(hadd2_body)s
+    }
+}
+"""
+_HADD2_HEADER = """        __half2 x = *reinterpret_cast<const __half2*>(&a[i]);
+        __half2 y = *reinterpret_cast<const __half2*>(&b[i]);
+        __half2 z = __hadd2(x, y);
+        c[i] = *reinterpret_cast<unsigned int*>(&z);"""
+# Without cuda_fp16.h, the same instruction (add.f16x2) through inline PTX.
+_HADD2_PTX = """        unsigned int z;
+        asm("add.rn.f16x2 %0, %1, %2;" : "=r"(z) : "r"(a[i]), "r"(b[i]));
+        c[i] = z;"""
+
+
+def _nvrtc_compile(nvrtc, source: bytes, arch: str, include_dir):
+    """Compile ``source`` to a CUBIN for ``arch`` (e.g. sm_90). Returns (cubin|None, log, seconds, result)."""
+    opts = [f"--gpu-architecture={arch}".encode()]
+    if include_dir:
+        opts.append(f"--include-path={include_dir}".encode())
+    t0 = time.perf_counter()
+    err, prog = nvrtc.nvrtcCreateProgram(source, b"gpudoctor_smoke.cu", 0, [], [])
+    if _name(err) != "NVRTC_SUCCESS":
+        return None, "", 0.0, _name(err)
+    try:
+        (res,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
+        _, size = nvrtc.nvrtcGetProgramLogSize(prog)
+        log = b" " * size
+        nvrtc.nvrtcGetProgramLog(prog, log)
+        log_text = log.rstrip(b"\0 ").decode(errors="replace")
+        if _name(res) != "NVRTC_SUCCESS":
+            return None, log_text, time.perf_counter() - t0, _name(res)
+        _, n = nvrtc.nvrtcGetCUBINSize(prog)
+        cubin = b" " * n
+        nvrtc.nvrtcGetCUBIN(prog, cubin)
+        return cubin, log_text, time.perf_counter() - t0, "NVRTC_SUCCESS"
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+
+
+def _check(driver, out, what):
+    err = _name(out[0])
+    if err != "CUDA_SUCCESS":
+        raise RuntimeError(f"{what}: {err}")
+    return out[1] if len(out) == 2 else out[1:]
+
+
+def _launch_and_verify(driver, ordinal: int, cubin: bytes, n: int = 4096) -> dict:
+    """Load ``cubin`` on device ``ordinal``, run both kernels, compare every element with the host."""
+    dev = _check(driver, driver.cuDeviceGet(ordinal), "cuDeviceGet")
+    ctx = _check(driver, driver.cuDevicePrimaryCtxRetain(dev), "cuDevicePrimaryCtxRetain")
+    bufs = []
+    try:
+        _check(driver, (driver.cuCtxSetCurrent(ctx)[0], None), "cuCtxSetCurrent")
+        module = _check(driver, driver.cuModuleLoadData(cubin), "cuModuleLoadData")
+        results = {}
+        t0 = time.perf_counter()
+        for kname in ("vadd", "hadd2"):
+            func = _check(driver, driver.cuModuleGetFunction(module, kname.encode()), f"cuModuleGetFunction({kname})")
+            if kname == "vadd":
+                a = (ctypes.c_float * n)(*[float(i) for i in range(n)])
+                b = (ctypes.c_float * n)(*[0.5 * i for i in range(n)])
+                expect = [float(i) + 0.5 * i for i in range(n)]
+                ctype, count = ctypes.c_float, n
+            else:  # two halves per 32-bit word; values exact in fp16
+                ha = [(i % 512) * 0.5 for i in range(2 * n)]
+                hb = [1.0 + (i % 7) for i in range(2 * n)]
+                a = (ctypes.c_uint32 * n)(*struct.unpack(f"<{n}I", struct.pack(f"<{2 * n}e", *ha)))
+                b = (ctypes.c_uint32 * n)(*struct.unpack(f"<{n}I", struct.pack(f"<{2 * n}e", *hb)))
+                expect = [x + y for x, y in zip(ha, hb)]
+                ctype, count = ctypes.c_uint32, n
+            nbytes = ctypes.sizeof(a)
+            d = [_check(driver, driver.cuMemAlloc(nbytes), "cuMemAlloc") for _ in range(3)]
+            bufs.extend(d)
+            _check(driver, (driver.cuMemcpyHtoD(d[0], ctypes.addressof(a), nbytes)[0], None), "cuMemcpyHtoD")
+            _check(driver, (driver.cuMemcpyHtoD(d[1], ctypes.addressof(b), nbytes)[0], None), "cuMemcpyHtoD")
+            poison = (ctype * count)(*([0x7FC00001] * count if ctype is ctypes.c_uint32 else [float("nan")] * count))
+            _check(driver, (driver.cuMemcpyHtoD(d[2], ctypes.addressof(poison), nbytes)[0], None), "cuMemcpyHtoD")
+            ptrs = [ctypes.c_uint64(int(x)) for x in d]
+            cnt = ctypes.c_int(n)
+            params = (ctypes.c_void_p * 4)(*[ctypes.addressof(p) for p in ptrs], ctypes.addressof(cnt))
+            block = 256
+            _check(driver, (driver.cuLaunchKernel(func, (n + block - 1) // block, 1, 1, block, 1, 1, 0, 0,
+                                                  ctypes.addressof(params), 0)[0], None), f"cuLaunchKernel({kname})")
+            _check(driver, (driver.cuCtxSynchronize()[0], None), f"cuCtxSynchronize({kname})")
+            out = (ctype * count)()
+            _check(driver, (driver.cuMemcpyDtoH(ctypes.addressof(out), d[2], nbytes)[0], None), "cuMemcpyDtoH")
+            got = list(out) if kname == "vadd" else list(struct.unpack(f"<{2 * n}e", struct.pack(f"<{n}I", *out)))
+            bad = [i for i, (g, e) in enumerate(zip(got, expect)) if g != e]
+            results[kname] = {"elements": len(expect), "mismatches": len(bad),
+                              "first_mismatch": ({"index": bad[0], "got": got[bad[0]], "expected": expect[bad[0]]} if bad else None)}
+        results["run_seconds"] = round(time.perf_counter() - t0, 4)
+        _check(driver, (driver.cuModuleUnload(module)[0], None), "cuModuleUnload")
+        return results
+    finally:
+        for x in bufs:
+            driver.cuMemFree(x)
+        driver.cuDevicePrimaryCtxRelease(dev)
+
+
+def _fp16_include_dir():
+    """A directory holding cuda_fp16.h for NVRTC: CUDA_HOME, /usr/local/cuda, then pip's nvidia wheels."""
+    cands = [os.path.join(os.environ.get(v, ""), "include") for v in ("CUDA_HOME", "CUDA_PATH") if os.environ.get(v)]
+    cands.append("/usr/local/cuda/include")
+    try:
+        import nvidia  # namespace package of the nvidia-* wheels
+
+        for root in list(getattr(nvidia, "__path__", [])):
+            cands += [os.path.join(root, sub, "include") for sub in ("cu13", "cu12", "cuda_runtime")]
+    except ImportError:
+        pass
+    for c in cands:
+        if os.path.isfile(os.path.join(c, "cuda_fp16.h")):
+            return c
+    return None
+
+
+def task_nvrtc_smoke() -> dict:
+    """Compile vadd + hadd2 to a CUBIN per visible device arch with NVRTC; launch and verify on devices."""
+    driver, _, nvrtc = _bindings()
+    res = {"bindings_version": _bindings_version()}
+    err, major = None, None
+    try:
+        out = nvrtc.nvrtcVersion()
+        err, major, minor = _name(out[0]), out[1], out[2]
+        res["nvrtc_version"] = f"{major}.{minor}"
+        res["nvrtc_supported_archs"] = [f"sm_{a}" for a in (nvrtc.nvrtcGetSupportedArchs()[1] or [])]
+    except Exception as exc:
+        res["nvrtc_error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        return res
+    init_err, _ = _call(driver.cuInit, 0)
+    res["cuInit"] = init_err
+    targets = []  # (ordinal or None, arch)
+    if init_err == "CUDA_SUCCESS":
+        _, count = _call(driver.cuDeviceGetCount)
+        A = driver.CUdevice_attribute
+        for i in range(count or 0):
+            _, dev = _call(driver.cuDeviceGet, i)
+            _, ma = _call(driver.cuDeviceGetAttribute, A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev)
+            _, mi = _call(driver.cuDeviceGetAttribute, A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev)
+            targets.append((i, f"sm_{ma}{mi}"))
+    if not targets:  # no device: still prove the compiler works, for its oldest supported arch
+        supported = res.get("nvrtc_supported_archs") or ["sm_75"]
+        targets.append((None, supported[0]))
+    inc = _fp16_include_dir()
+    source = (KERNELS % {"fp16_include": "#include <cuda_fp16.h>" if inc else "",
+                         "hadd2_body": _HADD2_HEADER if inc else _HADD2_PTX}).encode()
+    res["fp16_header"] = os.path.join(inc, "cuda_fp16.h") if inc else None
+    runs = []
+    compiled = {}
+    for ordinal, arch in targets:
+        entry = {"ordinal": ordinal, "arch": arch}
+        if arch not in compiled:
+            compiled[arch] = _nvrtc_compile(nvrtc, source, arch, inc)
+        cubin, log, secs, result = compiled[arch]
+        entry.update({"compile_result": result, "compile_seconds": round(secs, 4), "log": log[-2000:] if log else "",
+                      "cubin_bytes": len(cubin) if cubin else 0})
+        if cubin is None:
+            entry["launch"] = {"skipped": "compile failed"}
+        elif ordinal is None:
+            entry["launch"] = {"skipped": f"no CUDA device (cuInit: {init_err})"}
+        else:
+            try:
+                entry["launch"] = _launch_and_verify(driver, ordinal, cubin)
+            except Exception as exc:
+                entry["launch"] = {"error": str(exc)}
+        runs.append(entry)
+    res["runs"] = runs
+    return res
+
+
+def task_libversions(paths) -> dict:
+    """For each library path, dlopen it and ask it its version (cudart, cudnn, nvinfer, nvrtc)."""
+    out = {}
+    for path in paths:
+        base = os.path.basename(path)
+        info = {}
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError as exc:
+            out[path] = {"load_error": str(exc)}
+            continue
+        if base.startswith("libcudnn"):
+            for sym in ("cudnnGetVersion", "cudnnGetCudartVersion"):
+                f = getattr(lib, sym, None)
+                if f is not None:
+                    f.restype = ctypes.c_size_t
+                    info[sym] = int(f())
+        elif base.startswith("libcudart"):
+            v = ctypes.c_int(0)
+            f = getattr(lib, "cudaRuntimeGetVersion", None)
+            if f is not None and f(ctypes.byref(v)) == 0:
+                info["cudaRuntimeGetVersion"] = v.value
+        elif base.startswith("libnvinfer"):
+            f = getattr(lib, "getInferLibVersion", None)
+            if f is not None:
+                f.restype = ctypes.c_int32
+                info["getInferLibVersion"] = int(f())
+        out[path] = info
+    return out
+
+
+def main(argv) -> int:
+    task = argv[0] if argv else ""
+    try:
+        if task == "cuda":
+            result = task_cuda()
+        elif task == "nvrtc-smoke":
+            result = task_nvrtc_smoke()
+        elif task == "libversions":
+            result = task_libversions(argv[1:])
+        else:
+            print(json.dumps({"worker_error": f"unknown task {task!r}"}))
+            return 2
+    except ImportError as exc:
+        result = {"import_error": f"{type(exc).__name__}: {exc}"}
+    sys.stdout.write("\n" + json.dumps(result) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
