@@ -1,0 +1,63 @@
+"""`gpudoctor check`: run the probes, judge their facts, build a report (no rendering here)."""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Dict, List, Mapping, Optional
+
+from gpudoctor import __version__
+from gpudoctor.findings import Finding, Severity, worst
+from gpudoctor.fixes import OsFlavor
+from gpudoctor.runner import ProbeContext, ProbeResult, run_probes
+
+#: Version of the JSON report's shape (docs/json-report.md). Bump on incompatible changes.
+REPORT_SCHEMA_VERSION = 1
+
+
+@dataclass
+class Report:
+    probes: Dict[str, ProbeResult]
+    findings: List[Finding]
+    elapsed_s: float
+    matrix_version: Optional[str]
+    os: OsFlavor
+    options: dict = field(default_factory=dict)
+
+    @property
+    def worst(self) -> Severity:
+        return worst(self.findings)
+
+    def count(self, sev: Severity) -> int:
+        return sum(1 for f in self.findings if f.severity == sev)
+
+    def to_dict(self) -> dict:
+        return {
+            "schema_version": REPORT_SCHEMA_VERSION,
+            "gpudoctor_version": __version__,
+            "matrix_data_version": self.matrix_version,
+            "generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "elapsed_s": round(self.elapsed_s, 3),
+            "options": self.options,
+            "summary": {s.value: self.count(s) for s in Severity},
+            "findings": [f.to_dict() for f in self.findings],
+            "probes": {name: r.to_dict() for name, r in self.probes.items()},
+        }
+
+
+def run_check(matrix, smoke: bool = True, timeout: float = 10.0, env: Optional[Mapping[str, str]] = None,
+              probes=None) -> Report:
+    """Run ``probes`` (default: all) concurrently, evaluate every rule against ``matrix``."""
+    from gpudoctor.probes import ALL
+    from gpudoctor.rules import Facts, RuleContext, evaluate
+
+    t0 = time.monotonic()
+    ctx = ProbeContext(env=dict(env if env is not None else os.environ), smoke=smoke, timeout=timeout)
+    results = run_probes(probes or ALL, ctx)
+    facts = Facts({n: r.facts for n, r in results.items() if r.status == "ok"},
+                  {n: {"status": r.status, "error": r.error} for n, r in results.items()})
+    osf = OsFlavor.from_platform(facts["platform"])
+    findings = evaluate(facts, RuleContext(matrix=matrix, os=osf))
+    findings.sort(key=lambda f: -f.severity.rank)
+    return Report(results, findings, time.monotonic() - t0, getattr(matrix, "data_version", None), osf,
+                  {"smoke": smoke, "timeout_s": timeout})

@@ -1,0 +1,67 @@
+"""Command line: ``gpudoctor check [--json] [-v] [--strict] [--no-smoke]``.
+
+Exit codes (docs/exit-codes.md): 0 no failures, 1 failures found (or warnings with
+--strict), 2 usage or internal error (including a corrupt compatibility matrix).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from gpudoctor import __version__
+
+EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # argparse exits 2 on usage errors already; keep the message short
+        self.print_usage(sys.stderr)
+        print(f"gpudoctor: error: {message}", file=sys.stderr)
+        raise SystemExit(EXIT_ERROR)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="gpudoctor", description="Diagnose an NVIDIA GPU stack and say how to fix it.")
+    p.add_argument("--version", action="version", version=f"gpudoctor {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    c = sub.add_parser("check", help="probe this machine and report problems with fixes")
+    c.add_argument("--json", action="store_true", help="print the JSON report (docs/json-report.md)")
+    c.add_argument("-v", "--verbose", action="store_true", help="show the evidence behind every finding")
+    c.add_argument("--strict", action="store_true", help="exit 1 on warnings too")
+    c.add_argument("--no-smoke", action="store_true", help="skip the compile-and-run smoke tests")
+    c.add_argument("--timeout", type=float, default=10.0, metavar="S", help="per-command timeout in seconds (default 10)")
+    c.add_argument("--matrix", metavar="DIR", help="use the compatibility matrix in DIR instead of the bundled one")
+    return p
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command != "check":
+        build_parser().print_help()
+        return EXIT_ERROR
+    if not (0 < args.timeout <= 600):
+        print("gpudoctor: error: --timeout must be between 0 and 600 seconds", file=sys.stderr)
+        return EXIT_ERROR
+    from gpudoctor.matrix import MatrixError, load_matrix
+
+    try:
+        matrix = load_matrix(args.matrix) if args.matrix else load_matrix()
+    except MatrixError as exc:
+        print(f"gpudoctor: error: compatibility matrix is invalid: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    from gpudoctor.check import run_check
+    from gpudoctor.findings import Severity
+
+    report = run_check(matrix, smoke=not args.no_smoke, timeout=args.timeout)
+    if args.json:
+        from gpudoctor.render import json_report
+
+        sys.stdout.write(json_report.render(report) + "\n")
+    else:
+        from rich.console import Console
+
+        from gpudoctor.render import console
+
+        console.render(report, Console(), verbose=args.verbose)
+    bad = report.worst.rank >= (Severity.WARN.rank if args.strict else Severity.FAIL.rank)
+    return EXIT_FINDINGS if bad else EXIT_OK

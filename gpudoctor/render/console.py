@@ -1,0 +1,60 @@
+"""Console report with rich: areas in a fixed order, ✓ · ! ✗ markers, fixes under each problem."""
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+
+from gpudoctor import __version__
+from gpudoctor.findings import Severity, worst
+
+AREAS = ("platform", "driver", "cuda", "devices", "toolkit", "cudnn", "tensorrt", "frameworks", "environment",
+         "smoke", "gpudoctor")
+TITLES = {"platform": "Platform", "driver": "NVIDIA driver", "cuda": "CUDA driver & runtime", "devices": "GPUs",
+          "toolkit": "CUDA toolkit & host compiler", "cudnn": "cuDNN", "tensorrt": "TensorRT",
+          "frameworks": "Frameworks", "environment": "Environment", "smoke": "Smoke tests", "gpudoctor": "gpudoctor"}
+MARK = {Severity.OK: "[green]✓[/]", Severity.INFO: "[blue]•[/]", Severity.WARN: "[yellow]![/]", Severity.FAIL: "[red]✗[/]"}
+
+
+def _fmt(value) -> str:
+    if isinstance(value, (list, tuple)):
+        return ", ".join(map(str, value)) if value else "none"
+    if isinstance(value, dict):
+        return "; ".join(f"{k}={v}" for k, v in value.items())
+    return str(value)
+
+
+def render(report, console: Console, verbose: bool = False) -> None:
+    plat = (report.probes.get("platform").facts or {}) if report.probes.get("platform") else {}
+    osname = (plat.get("os") or {}).get("pretty_name", "unknown OS")
+    console.print(f"[bold]gpudoctor {__version__}[/] · {escape(osname)} · Python {(plat.get('python') or {}).get('version', '?')} "
+                  f"· matrix {report.matrix_version}")
+    by_area = {}
+    for f in report.findings:
+        by_area.setdefault(f.area if f.area in TITLES else "gpudoctor", []).append(f)
+    for area in AREAS:
+        items = by_area.get(area)
+        if not items:
+            continue
+        console.print(f"\n{MARK[worst(items)]} [bold]{TITLES[area]}[/]")
+        for f in sorted(items, key=lambda x: -x.severity.rank):
+            console.print(f"    {MARK[f.severity]} {escape(f.title)} [dim]\\[{f.id}][/]")
+            if f.detail and (verbose or f.severity.rank >= Severity.WARN.rank):
+                console.print(f"        [dim]{escape(f.detail)}[/]")
+            if verbose and f.evidence:
+                for k, v in f.evidence.items():
+                    console.print(f"        [dim]{escape(str(k))}: {escape(_fmt(v))}[/]")
+            if f.severity.rank >= Severity.WARN.rank or verbose:
+                for i, fix in enumerate(f.fixes, 1):
+                    console.print(f"        [cyan]fix {i}:[/] {escape(fix.summary)}")
+                    for cmd in fix.commands:
+                        prompt = "PS>" if fix.shell == "powershell" else "$"
+                        console.print(f"            [bold]{prompt} {escape(cmd)}[/]", soft_wrap=True, highlight=False)
+                if f.doc:
+                    console.print(f"        [dim]docs: {escape(f.doc)}[/]")
+    fails, warns = report.count(Severity.FAIL), report.count(Severity.WARN)
+    if fails or warns:
+        summary = f"[red]{fails} failure{'s' if fails != 1 else ''}[/], [yellow]{warns} warning{'s' if warns != 1 else ''}[/]"
+    else:
+        summary = "[green]No issues found[/]"
+    console.print(f"\n{summary} · {report.count(Severity.OK)} checks passed · took {report.elapsed_s:.2f} s"
+                  + ("" if verbose else " · -v for evidence"))

@@ -1,0 +1,80 @@
+"""Rules judge facts against the compatibility matrix and emit findings; they never probe.
+
+Each rule is ``rule(facts: Facts, ctx: RuleContext) -> list[Finding]``, registered in
+:data:`RULES`. A rule that raises becomes a ``gpudoctor.rule_error`` finding, never a traceback.
+"""
+from __future__ import annotations
+
+import traceback
+from dataclasses import dataclass
+from typing import Callable, Dict, List, Optional
+
+from gpudoctor.findings import Finding, Severity
+from gpudoctor.fixes import OsFlavor
+
+
+class Facts:
+    """Read access to probe results: ``facts["driver"]`` is that probe's dict ({} when it failed)."""
+
+    def __init__(self, results: Dict[str, dict], statuses: Optional[Dict[str, dict]] = None):
+        self._results = results
+        self.statuses = statuses or {}
+
+    def __getitem__(self, name: str) -> dict:
+        return self._results.get(name) or {}
+
+    def ok(self, name: str) -> bool:
+        return bool(self._results.get(name))
+
+
+@dataclass
+class RuleContext:
+    matrix: object  # gpudoctor.matrix.Matrix, or None when the matrix failed to load
+    os: OsFlavor
+
+
+def _rules() -> List[Callable]:
+    from gpudoctor.rules import cuda, devices, driver, environment, frameworks, libraries, platform, smoke, toolkit
+
+    return [
+        driver.driver_state, driver.driver_mismatch,
+        cuda.driver_vs_runtimes, cuda.ptx_too_new,
+        devices.visibility, devices.gpu_health,
+        toolkit.compiler_unsupported, toolkit.mixed_toolkit, toolkit.arch_unsupported, toolkit.inventory,
+        libraries.library_not_found, libraries.cudnn_mismatch, libraries.tensorrt_libs,
+        frameworks.cpu_build, frameworks.cuda_mismatch, frameworks.arch_binary_missing,
+        environment.ld_library_path, environment.cuda_home,
+        platform.wsl_driver, platform.container,
+        smoke.nvrtc_smoke, smoke.nvcc_smoke,
+        probe_failures,
+    ]
+
+
+def probe_failures(facts: Facts, ctx: RuleContext) -> List[Finding]:
+    """A probe that raised or timed out is itself a finding: the report must not silently lack an area."""
+    out = []
+    for name, st in facts.statuses.items():
+        if st.get("status") in ("error", "timeout"):
+            out.append(Finding(
+                id="gpudoctor.probe_failed", severity=Severity.WARN, area=name,
+                title=f"The {name} probe did not finish: {st.get('error')}",
+                evidence={"probe": name, "status": st.get("status"), "error": st.get("error")},
+                detail="Facts from this probe are missing, so checks that need them were skipped. "
+                       "Please report this at https://github.com/gpudoctor/gpudoctor/issues with `gpudoctor check --json`.",
+            ))
+    return out
+
+
+def evaluate(facts: Facts, ctx: RuleContext) -> List[Finding]:
+    findings: List[Finding] = []
+    for rule in _rules():
+        try:
+            findings.extend(rule(facts, ctx))
+        except Exception as exc:  # isolation: one broken rule must not hide the others' findings
+            where = traceback.extract_tb(exc.__traceback__)[-1]
+            findings.append(Finding(
+                id="gpudoctor.rule_error", severity=Severity.WARN, area="gpudoctor",
+                title=f"Internal error in rule {rule.__module__.split('.')[-1]}.{rule.__name__}",
+                evidence={"error": f"{type(exc).__name__}: {exc}", "at": f"{where.filename.split('/')[-1]}:{where.lineno}"},
+            ))
+    return findings

@@ -1,0 +1,68 @@
+"""Small helpers shared by rules: version comparison and the driver's identity."""
+from __future__ import annotations
+
+from typing import Optional, Tuple
+
+from packaging.version import InvalidVersion, Version
+
+
+def v(text) -> Optional[Version]:
+    try:
+        return Version(str(text))
+    except (InvalidVersion, TypeError):
+        return None
+
+
+def major_minor(text) -> Optional[Tuple[int, int]]:
+    ver = v(text)
+    if ver is None:
+        return None
+    rel = ver.release + (0,)
+    return rel[0], rel[1]
+
+
+def driver_version(facts) -> Tuple[Optional[str], str]:
+    """(driver version, where it came from): NVML when it answers, else the user-space library's file name."""
+    drv = facts["driver"]
+    nvml = drv.get("nvml") or {}
+    if nvml.get("driver_version"):
+        return nvml["driver_version"], "NVML"
+    if drv.get("user_space_version"):
+        return drv["user_space_version"], "libnvidia-ml file name"
+    lib = [c for c in drv.get("libcuda") or [] if c.get("version")]
+    if lib:
+        return lib[0]["version"], "libcuda file name"
+    return None, "none"
+
+
+def driver_cuda(facts) -> Tuple[Optional[str], str]:
+    """(highest CUDA version the driver supports, source): NVML, else cuDriverGetVersion."""
+    nvml = facts["driver"].get("nvml") or {}
+    if nvml.get("cuda_driver_version"):
+        return nvml["cuda_driver_version"], "NVML"
+    if facts["cuda"].get("driver_cuda_version"):
+        return facts["cuda"]["driver_cuda_version"], "cuDriverGetVersion"
+    return None, "none"
+
+
+def gpus(facts) -> list:
+    """GPUs NVML sees (with compute capability), else those the CUDA driver API enumerates."""
+    nvml = facts["driver"].get("nvml") or {}
+    if nvml.get("gpus"):
+        return [g for g in nvml["gpus"] if g.get("compute_capability")]
+    return [dict(d, index=d.get("ordinal")) for d in (facts["cuda"].get("api") or {}).get("devices", [])
+            if d.get("compute_capability")]
+
+
+def sm(cc: str) -> str:
+    return "sm_" + cc.replace(".", "")
+
+
+def in_use_toolkit(facts) -> Optional[dict]:
+    """The toolkit whose nvcc is first on PATH (what a build would use), else None."""
+    tk = facts["toolkit"]
+    on_path = tk.get("on_path")
+    for t in tk.get("toolkits") or []:
+        if on_path and t.get("nvcc") == on_path:
+            return t
+    return None

@@ -1,0 +1,99 @@
+"""Which GPUs can CUDA see, and are they healthy (NVML)?"""
+from __future__ import annotations
+
+from gpudoctor.findings import Finding, Fix, Severity
+
+VIS_DOC = "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#cuda-environment-variables"
+
+
+def visibility(facts, ctx):
+    """CUDA_VISIBLE_DEVICES and the CUDA driver API against what NVML sees."""
+    nvml = facts["driver"].get("nvml") or {}
+    if nvml.get("status") != "ok":
+        return []  # no driver view to compare with: driver_state explains why
+    ngpu = len(nvml.get("gpus") or [])
+    uuids = [g.get("uuid") or "" for g in nvml.get("gpus") or []]
+    cvd = facts["environment"].get("cuda_visible_devices") or {}
+    api = facts["cuda"].get("api") or {}
+    init = (api.get("cuInit") or {}).get("result")
+    cuda_count = len(api.get("devices") or [])
+    ev = {"nvml_gpus": ngpu, "CUDA_VISIBLE_DEVICES": cvd.get("raw") if cvd.get("set") else "unset",
+          "cuInit": init, "cuda_devices": cuda_count if init == "CUDA_SUCCESS" else 0}
+    problems = []
+    kind = cvd.get("kind")
+    if kind in ("empty", "none"):
+        problems.append(f"CUDA_VISIBLE_DEVICES={cvd.get('raw')!r} hides every GPU")
+    if cvd.get("invalid"):
+        problems.append(f"entry {cvd['invalid'][0]!r} is not an index or UUID; CUDA ignores it and everything after it"
+                        + (f" ({', '.join(cvd.get('ignored') or [])})" if cvd.get("ignored") else ""))
+    for e in cvd.get("visible") or cvd.get("entries") or []:
+        if e.isdigit() and int(e) >= ngpu:
+            problems.append(f"index {e} is out of range (NVML sees {ngpu} GPU{'s' if ngpu != 1 else ''}: 0–{ngpu - 1}); "
+                            "CUDA stops at the first invalid index")
+        elif e.startswith("GPU-") and not any(u.startswith(e) for u in uuids):
+            problems.append(f"UUID {e} matches no GPU here")
+    if not problems and ngpu and init is not None and init != "CUDA_SUCCESS":
+        problems.append(f"NVML sees {ngpu} GPU(s) but cuInit returned {init}")
+    if not problems:
+        if ngpu:
+            return [Finding("device.visible", Severity.OK, "devices",
+                            f"CUDA sees {cuda_count if init == 'CUDA_SUCCESS' else '?'} of {ngpu} GPU(s)", evidence=ev)]
+        return []
+    fixes = [Fix("Show all GPUs to CUDA (or list valid indices / UUIDs from `nvidia-smi -L`).",
+                 ("nvidia-smi -L", "unset CUDA_VISIBLE_DEVICES"))]
+    if facts["platform"].get("container", {}).get("is_container"):
+        fixes.append(Fix("In a container, pass the GPUs in: `docker run --gpus all ...` (NVIDIA Container Toolkit).", ()))
+    severity = Severity.FAIL if (init != "CUDA_SUCCESS" or cuda_count == 0) else Severity.WARN
+    return [Finding("device.not_visible", severity, "devices", "GPUs hidden from CUDA: " + "; ".join(problems),
+                    evidence=ev, fixes=tuple(fixes), doc=VIS_DOC)]
+
+
+def gpu_health(facts, ctx):
+    """Per-GPU NVML health: PCIe link width, pending retired pages / row remaps, uncorrected ECC, lost GPUs."""
+    nvml = facts["driver"].get("nvml") or {}
+    out = []
+    for g in nvml.get("gpus") or []:
+        label = f"GPU {g.get('index')} ({g.get('name') or '?'})"
+        if g.get("error"):
+            out.append(Finding("gpu.health", Severity.FAIL, "devices", f"{label}: NVML error {g['error']}",
+                               evidence={"gpu": g.get("index"), "error": g["error"]},
+                               fixes=(Fix("Read the kernel log for Xid errors; a lost GPU needs a reset or a reboot.",
+                                          ("sudo dmesg | grep -i xid | tail -n 20", "sudo reboot")),)))
+            continue
+        issues, sev = [], Severity.OK
+        wc, wm = g.get("pcie_width_current"), g.get("pcie_width_max")
+        if wc and wm and wc < wm:
+            issues.append(f"PCIe link x{wc} of x{wm}")
+            sev = Severity.WARN
+        if g.get("retired_pages_pending"):
+            issues.append("retired pages pending (takes effect at the next GPU reset)")
+            sev = Severity.WARN
+        rr = g.get("remapped_rows") or {}
+        if rr.get("failure"):
+            issues.append("row remapping failed")
+            sev = Severity.FAIL
+        elif rr.get("pending"):
+            issues.append("row remap pending (reset the GPU)")
+            sev = max(sev, Severity.WARN, key=lambda s: s.rank)
+        if g.get("ecc_uncorrected_volatile"):
+            issues.append(f"{g['ecc_uncorrected_volatile']} uncorrected ECC errors since the last reset")
+            sev = max(sev, Severity.WARN, key=lambda s: s.rank)
+        if g.get("mig_mode_pending") is not None and g.get("mig_mode_pending") != g.get("mig_mode_current"):
+            issues.append("MIG mode change pending (reset the GPU)")
+            sev = max(sev, Severity.INFO, key=lambda s: s.rank)
+        ev = {k: g.get(k) for k in ("name", "uuid", "compute_capability", "memory_total_mib", "pcie_gen_current",
+                                   "pcie_gen_max", "pcie_width_current", "pcie_width_max", "ecc_mode_current",
+                                   "mig_mode_current", "persistence_mode", "retired_pages_pending", "remapped_rows")}
+        if not issues:
+            link = f"PCIe Gen{g.get('pcie_gen_current')} x{wc}" if wc else "PCIe link unknown"
+            out.append(Finding("gpu.health", Severity.OK, "devices",
+                               f"{label}: compute capability {g.get('compute_capability')}, "
+                               f"{g.get('memory_total_mib')} MiB, {link}, ECC {'on' if g.get('ecc_mode_current') else 'off'}",
+                               evidence=ev))
+        else:
+            out.append(Finding("gpu.health", sev, "devices", f"{label}: " + "; ".join(issues), evidence=ev,
+                               fixes=(Fix("Check the link and error counters; reseat the card or move it to an x16 slot "
+                                          "for a narrow link; reset the GPU (no processes on it) for pending retirements.",
+                                          ("nvidia-smi -q -d PCI,ECC,PAGE_RETIREMENT,ROW_REMAPPER",
+                                           "sudo nvidia-smi --gpu-reset -i %s  # only when idle" % g.get("index"))),)))
+    return out

@@ -1,0 +1,132 @@
+"""Frameworks: a CUDA build where a GPU is meant to be used, for a CUDA the driver runs,
+with kernels (SASS or PTX) for the GPUs here."""
+from __future__ import annotations
+
+from gpudoctor.findings import Finding, Fix, Severity
+from gpudoctor.rules._util import driver_cuda, driver_version, gpus, major_minor, sm
+
+TORCH_DOC = "https://pytorch.org/get-started/locally/"
+# CUDA variants of PyTorch wheels (index-url suffixes), newest last (https://download.pytorch.org/whl/).
+TORCH_CUDA_INDEXES = ("cu118", "cu121", "cu124", "cu126", "cu128", "cu129", "cu130")
+
+
+def _torch_index_for(dcuda):
+    """The newest PyTorch CUDA wheel variant that this driver's CUDA version runs."""
+    mm = major_minor(dcuda)
+    if not mm:
+        return "cu130"
+    best = None
+    for tag in TORCH_CUDA_INDEXES:
+        t = (int(tag[2:-1]), int(tag[-1]))
+        if t <= mm or t[0] == mm[0]:  # same major runs via minor-version compatibility
+            best = tag
+    return best or TORCH_CUDA_INDEXES[0]
+
+
+def _driver_present(facts):
+    d = facts["driver"]
+    return (d.get("nvml") or {}).get("status") == "ok" or bool(d.get("libcuda"))
+
+
+def cpu_build(facts, ctx):
+    fw = facts["frameworks"]
+    out = []
+    torch = fw.get("torch")
+    if torch and not torch.get("cuda") and not torch.get("hip") and _driver_present(facts):
+        dcuda, _ = driver_cuda(facts)
+        idx = _torch_index_for(dcuda)
+        visible = bool(gpus(facts))
+        out.append(Finding(
+            "framework.cpu_build", Severity.FAIL if visible else Severity.WARN, "frameworks",
+            f"torch {torch.get('version')} is a CPU-only build, but an NVIDIA driver is installed",
+            evidence={"torch": torch.get("path"), "torch.version.cuda": None, "driver_cuda": dcuda},
+            fixes=(Fix(f"Install the CUDA build of PyTorch for this driver (CUDA ≤ {dcuda}).",
+                       ("python -m pip uninstall -y torch",
+                        f"python -m pip install torch --index-url https://download.pytorch.org/whl/{idx}")),),
+            doc=TORCH_DOC, detail="torch.cuda.is_available() returns False with this build."))
+    tf = fw.get("tensorflow")
+    if tf and tf.get("is_cuda_build") is False and _driver_present(facts):
+        out.append(Finding("framework.cpu_build", Severity.WARN, "frameworks",
+                           f"tensorflow {tf.get('version')} is a CPU-only build",
+                           evidence={"tensorflow": tf.get("path")},
+                           fixes=(Fix("Install TensorFlow with its CUDA extras.", ("python -m pip install 'tensorflow[and-cuda]'",)),)))
+    ort = fw.get("onnxruntime")
+    if ort and ort.get("distribution") == "onnxruntime" and _driver_present(facts):
+        out.append(Finding("framework.cpu_build", Severity.INFO, "frameworks",
+                           f"onnxruntime {ort.get('version')} is the CPU package (no CUDA execution provider)",
+                           evidence={"distribution": ort.get("distribution")},
+                           fixes=(Fix("For GPU inference install onnxruntime-gpu instead.",
+                                      ("python -m pip uninstall -y onnxruntime", "python -m pip install onnxruntime-gpu")),)))
+    return out
+
+
+def cuda_mismatch(facts, ctx):
+    """Framework built for a CUDA major that this driver cannot run."""
+    m = ctx.matrix
+    drv, _ = driver_version(facts)
+    dcuda, _ = driver_cuda(facts)
+    if m is None or not drv:
+        return []
+    osname = "windows" if ctx.os.family == "windows" else "linux"
+    fw = facts["frameworks"]
+    items = []
+    torch = fw.get("torch") or {}
+    if torch.get("cuda"):
+        items.append(("torch", torch.get("version"), str(torch["cuda"])))
+    for name in ("tensorflow", "onnxruntime"):
+        f = fw.get(name) or {}
+        if f.get("cuda"):
+            items.append((name, f.get("version"), str(f["cuda"])))
+    for name in ("jax", "cupy"):
+        for mj in (fw.get(name) or {}).get("cuda_majors") or []:
+            items.append((name, (fw.get(name) or {}).get("version"), f"{mj}.0"))
+    out = []
+    for name, ver, cuda in items:
+        mm = major_minor(cuda)
+        if mm and m.driver_supports(drv, f"{mm[0]}.{mm[1]}", os=osname) == "unsupported":
+            fixes = [Fix(f"Upgrade the driver to run CUDA {cuda} builds (see driver.too_old), or install the "
+                         f"{name} build for CUDA ≤ {dcuda}.", ())]
+            if name == "torch":
+                fixes.append(Fix(f"PyTorch for this driver:", (
+                    f"python -m pip install --force-reinstall torch --index-url https://download.pytorch.org/whl/{_torch_index_for(dcuda)}",)))
+            out.append(Finding("framework.cuda_mismatch", Severity.FAIL, "frameworks",
+                               f"{name} {ver or ''} is built for CUDA {cuda}, which driver {drv} (CUDA ≤ {dcuda}) cannot run".replace("  ", " "),
+                               evidence={"framework": name, "built_for_cuda": cuda, "driver": drv, "driver_cuda": dcuda},
+                               fixes=tuple(fixes)))
+    return out
+
+
+def arch_binary_missing(facts, ctx):
+    """No SASS for the GPU and no PTX it can JIT: 'no kernel image is available for execution on the device'."""
+    torch = facts["frameworks"].get("torch") or {}
+    archs = torch.get("archs") or {}
+    if not archs.get("sass") and not archs.get("ptx"):
+        return []
+    try:
+        from gpudoctor import fatbin
+    except ImportError:
+        return []
+    out = []
+    for g in gpus(facts):
+        cc = g["compute_capability"]
+        cov = fatbin.coverage((tuple(archs.get("sass") or ()), tuple(archs.get("ptx") or ())), cc)
+        ev = {"gpu": g.get("name"), "compute_capability": cc, "torch_sass": archs.get("sass"), "torch_ptx": archs.get("ptx"),
+              "library": archs.get("path")}
+        if cov.verdict == "none":
+            out.append(Finding(
+                "arch.binary_missing", Severity.FAIL, "frameworks",
+                f"torch {torch.get('version')} has no kernels for GPU {g.get('index')} ({g.get('name')}, {sm(cc)})",
+                evidence=ev,
+                fixes=(Fix("Install a PyTorch build whose arch list includes this GPU (newer GPUs need newer CUDA "
+                           "variants, e.g. cu128+ for Blackwell; older GPUs need older ones).", ()),
+                       Fix("Or build from source for it.", (f"export TORCH_CUDA_ARCH_LIST=\"{cc}\"",))),
+                detail="Kernels fail with 'CUDA error: no kernel image is available for execution on the device'."))
+        elif cov.verdict == "ptx_jit":
+            out.append(Finding("arch.binary_missing", Severity.INFO, "frameworks",
+                               f"torch runs on GPU {g.get('index')} ({sm(cc)}) only through PTX JIT: slow first start",
+                               evidence=dict(ev, reason=cov.reason)))
+        else:
+            out.append(Finding("arch.binary_ok", Severity.OK, "frameworks",
+                               f"torch {torch.get('version')} has native kernels for GPU {g.get('index')} ({sm(cc)})",
+                               evidence=dict(ev, reason=cov.reason)))
+    return out

@@ -1,0 +1,178 @@
+"""Toolkits: host compiler within nvcc's limits, no mixing of toolkits, GPU arch supported."""
+from __future__ import annotations
+
+import os
+
+from gpudoctor.findings import Finding, Fix, Severity
+from gpudoctor.fixes import gxx_package, install
+from gpudoctor.rules._util import gpus, in_use_toolkit, major_minor, sm, v
+
+COMPILER_DOC = "https://docs.nvidia.com/cuda/cuda-installation-guide-linux/index.html#host-compiler-support-policy"
+ARCH_DOC = "https://docs.nvidia.com/cuda/cuda-compiler-driver-nvcc/index.html#gpu-feature-list"
+
+
+def _label(t):
+    return f"nvcc {t.get('release')} ({t.get('nvcc')})"
+
+
+def _severity(facts, t):
+    """Problems of the toolkit a build would use are failures; of other installed toolkits, warnings."""
+    used = in_use_toolkit(facts)
+    return Severity.FAIL if used is None or used.get("nvcc") == t.get("nvcc") else Severity.WARN
+
+
+def compiler_unsupported(facts, ctx):
+    out = []
+    versioned = facts["compilers"].get("versioned") or []
+    smoke = {b.get("nvcc"): b for b in facts["smoke_nvcc"].get("builds") or []}
+    for t in facts["toolkit"].get("toolkits") or []:
+        host = t.get("host_compiler") or {}
+        hc = t.get("host_config") or {}
+        seen = host.get("version_seen_by_nvcc")
+        kind = host.get("kind")
+        limit = hc.get("max_gcc") if kind == "gnu" else hc.get("max_clang") if kind == "clang" else None
+        if not seen or limit is None:
+            continue
+        major = int(seen.split(".")[0])
+        if major <= limit:
+            out.append(Finding("compiler.ok", Severity.OK, "toolkit",
+                               f"{_label(t)} accepts its host compiler {kind} {seen} (≤ {limit})",
+                               evidence={"host_compiler": host.get("path"), "limit_from": hc.get("path")}))
+            continue
+        fixes = []
+        if kind == "gnu":
+            ok = [c for c in versioned if c["kind"] == "gnu" and c["major"] <= limit]
+            best = max(ok, key=lambda c: c["major"]) if ok else None
+            retry = (smoke.get(t.get("nvcc")) or {}).get("retry_with_ccbin")
+            verified = " Verified: the smoke build succeeded with it." if retry and retry.get("compile_ok") else ""
+            if best:
+                fixes.append(Fix(
+                    f"Use the installed g++-{best['major']} as nvcc's host compiler (per shell, or for CMake).{verified}",
+                    (f"export NVCC_CCBIN={best['path']}", f"export CUDAHOSTCXX={best['path']}",
+                     f"nvcc -ccbin {best['path']} ...   # or per command")))
+            want = limit if not best else None
+            if want:
+                fixes.append(Fix(f"Install g++-{want} (the newest nvcc {t.get('release')} supports) and use it via -ccbin.",
+                                 (install(ctx.os, gxx_package(ctx.os, want)),
+                                  f"export NVCC_CCBIN=/usr/bin/g++-{want}", f"export CUDAHOSTCXX=/usr/bin/g++-{want}")))
+        fixes.append(Fix("Or install a newer CUDA toolkit whose limit covers this compiler.", ()))
+        fixes.append(Fix("Last resort: -allow-unsupported-compiler skips the check; the build may fail or, worse, "
+                         "miscompile silently. Use only to try things out.",
+                         ("nvcc -allow-unsupported-compiler ...",)))
+        out.append(Finding(
+            "compiler.unsupported", _severity(facts, t), "toolkit",
+            f"{_label(t)} rejects host compiler {kind} {seen} (supports ≤ {limit})",
+            evidence={"nvcc": t.get("nvcc"), "release": t.get("release"), "host_compiler": host.get("path"),
+                      "host_version_seen_by_nvcc": seen, "limit": f"{kind} ≤ {limit}", "limit_from": hc.get("path")},
+            fixes=tuple(fixes), doc=COMPILER_DOC,
+            detail=f"nvcc stops with '#error -- unsupported GNU version! gcc versions later than {limit} are not supported!'"
+            if kind == "gnu" else "nvcc stops with '#error -- unsupported clang version!'"))
+    return out
+
+
+def mixed_toolkit(facts, ctx):
+    """One toolkit's nvcc running another toolkit's ptxas, or CUDA_HOME naming another toolkit than PATH."""
+    out = []
+    for t in facts["toolkit"].get("toolkits") or []:
+        ptx = t.get("ptxas") or {}
+        if t.get("release") and ptx.get("release") and ptx["release"] != t["release"]:
+            same = _own_ptxas_dir(t, facts)
+            fixes = []
+            if same:
+                fixes.append(Fix(f"Put the toolkit's own ptxas first on PATH when using {_label(t)}.",
+                                 (f"export PATH={same}:$PATH",)))
+            fixes.append(Fix("Or keep only one CUDA toolkit's bin directory on PATH (and use that toolkit's nvcc).",
+                             ("echo $PATH | tr ':' '\\n' | grep -n -iE 'cuda|nvidia'",)))
+            out.append(Finding(
+                "toolkit.mixed", _severity(facts, t), "toolkit",
+                f"{_label(t)} would run ptxas {ptx['release']} from another toolkit ({ptx.get('path')})",
+                evidence={"nvcc": t.get("nvcc"), "nvcc_release": t.get("release"), "ptxas": ptx.get("path"),
+                          "ptxas_release": ptx.get("release"), "nvcc_home": t.get("home")},
+                fixes=tuple(fixes), doc=ARCH_DOC,
+                detail="Typical failure: \"ptxas fatal : Value 'sm_52' is not defined for option 'gpu-name'\" "
+                       "(the newer ptxas dropped the older toolkit's default arch) or PTX ISA version errors."))
+    home = facts["environment"].get("vars", {}).get("CUDA_HOME") or facts["environment"].get("vars", {}).get("CUDA_PATH")
+    used = in_use_toolkit(facts)
+    if home and used and used.get("home") and os.path.realpath(home) != used["home"]:
+        other = next((t for t in facts["toolkit"].get("toolkits") or [] if t.get("home") == os.path.realpath(home)), None)
+        if other is None or other.get("release") != used.get("release"):
+            out.append(Finding(
+                "toolkit.mixed", Severity.WARN, "toolkit",
+                f"CUDA_HOME={home} is not the toolkit of the nvcc on PATH ({used.get('nvcc')}, {used.get('release')})",
+                evidence={"CUDA_HOME": home, "CUDA_HOME_release": (other or {}).get("release"),
+                          "nvcc_on_path": used.get("nvcc"), "nvcc_home": used.get("home")},
+                fixes=(Fix("Make CUDA_HOME and PATH name the same toolkit.",
+                            (f"export CUDA_HOME={used.get('home')}", f"export PATH={used.get('home')}/bin:$PATH")),),
+                detail="Build systems (CMake, torch.utils.cpp_extension) take headers and libraries from CUDA_HOME "
+                       "but compile with the nvcc on PATH."))
+    return out
+
+
+def _own_ptxas_dir(t, facts):
+    """A directory whose ptxas has the same release as this nvcc (its bin dir, or /usr/bin for Debian's)."""
+    for d in (os.path.join(t.get("home") or "", "bin"), "/usr/bin"):
+        if os.path.isfile(os.path.join(d, "ptxas")):
+            for other in facts["toolkit"].get("toolkits") or []:
+                p = other.get("ptxas") or {}
+                if p.get("realpath") == os.path.realpath(os.path.join(d, "ptxas")) and p.get("release") != t.get("release"):
+                    break
+            else:
+                if d == "/usr/bin" and not (t.get("home") or "").startswith("/usr/lib/nvidia-cuda-toolkit"):
+                    continue
+                return d
+    return None
+
+
+def arch_unsupported(facts, ctx):
+    """A GPU whose SASS target the toolkit (or NVRTC) cannot generate."""
+    out = []
+    m = ctx.matrix
+    for g in gpus(facts):
+        cc = g["compute_capability"]
+        target = sm(cc)
+        for t in facts["toolkit"].get("toolkits") or []:
+            codes = t.get("gpu_codes")
+            accepted = (target in codes) if codes else (m.toolkit_accepts_sm(t.get("release"), target) if m and t.get("release") else None)
+            if accepted is not False:
+                continue
+            fixes = []
+            if m is not None:
+                supporting = [r.cuda for r in m.cuda_releases() if target in (r.sms or ())]
+                if supporting:
+                    rng = supporting[0] if len(supporting) == 1 else f"{supporting[0]}–{supporting[-1]}"
+                    fixes.append(Fix(f"Use a CUDA toolkit that generates {target}: CUDA {rng}.", ()))
+            fixes.append(Fix(f"Or build PTX for an older arch that the driver JIT-compiles for {target} "
+                             "(slower first start; not possible for arch-specific 'a' targets).", ()))
+            out.append(Finding(
+                "arch.toolkit_unsupported", _severity(facts, t), "toolkit",
+                f"{_label(t)} cannot build for GPU {g.get('index')} ({g.get('name')}, {target})",
+                evidence={"gpu": g.get("name"), "compute_capability": cc, "toolkit": t.get("nvcc"),
+                          "toolkit_targets": f"{codes[0]}…{codes[-1]}" if codes else "from matrix"},
+                fixes=tuple(fixes), doc=ARCH_DOC,
+                detail=f"nvcc stops with \"nvcc fatal : Unsupported gpu architecture 'compute_{target[3:]}'\"."))
+        nv = facts["smoke_nvrtc"]
+        archs = nv.get("nvrtc_supported_archs")
+        if archs and target not in archs:
+            out.append(Finding(
+                "arch.toolkit_unsupported", Severity.WARN, "toolkit",
+                f"NVRTC {nv.get('nvrtc_version')} cannot compile for GPU {g.get('index')} ({target})",
+                evidence={"nvrtc_supported": f"{archs[0]}…{archs[-1]}", "compute_capability": cc},
+                fixes=(Fix("Install an NVRTC version that lists this arch (nvidia-cuda-nvrtc wheel of a matching CUDA).", ()),)))
+    return out
+
+
+def inventory(facts, ctx):
+    """Several toolkits side by side is legal; say which one builds use."""
+    tks = [t for t in facts["toolkit"].get("toolkits") or [] if t.get("release")]
+    if not tks:
+        if facts.ok("toolkit"):
+            return [Finding("toolkit.none", Severity.INFO, "toolkit", "No CUDA toolkit (nvcc) found",
+                            detail="Only needed to compile CUDA code; pip/conda frameworks bring their own runtime.")]
+        return []
+    used = in_use_toolkit(facts)
+    title = (f"CUDA toolkit {used.get('release')} in use ({used.get('nvcc')})" if used else
+             f"{len(tks)} CUDA toolkit(s) found, none on PATH")
+    if len(tks) > 1:
+        title += f"; also installed: {', '.join(t['release'] + ' (' + t['nvcc'] + ')' for t in tks if t is not used)}"
+    return [Finding("toolkit.inventory", Severity.OK if used else Severity.INFO, "toolkit", title,
+                    evidence={t["nvcc"]: t.get("version") for t in tks})]
