@@ -7,6 +7,7 @@ records ``timeout`` and moves on.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 import traceback
@@ -26,6 +27,8 @@ class ProbeContext:
     env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     smoke: bool = True
     timeout: float = 10.0
+    #: Interpreter whose environment the child-process probes inspect (cuda-python, NVRTC, imports).
+    python: str = field(default_factory=lambda: sys.executable)
     _memo: Dict[str, object] = field(default_factory=dict, repr=False)
     _locks: Dict[str, threading.Lock] = field(default_factory=dict, repr=False)
     _guard: threading.Lock = field(default_factory=threading.Lock, repr=False)

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 
 from gpudoctor.subproc import run
 
@@ -14,7 +13,7 @@ def run_worker(ctx, task: str, *args: str, timeout: float = None) -> dict:
     """``{"worker_error": "..."}`` when the child crashed, hung or printed no JSON."""
     env = dict(ctx.env)
     env["PYTHONPATH"] = _PKG_PARENT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    res = run([sys.executable, "-m", "gpudoctor.worker", task, *args], timeout=timeout or ctx.timeout, env=env)
+    res = run([ctx.python, "-m", "gpudoctor.worker", task, *args], timeout=timeout or ctx.timeout, env=env)
     if res.error:
         return {"worker_error": res.error, "stderr_tail": res.stderr[-2000:]}
     last = res.stdout.strip().splitlines()[-1] if res.stdout.strip() else ""
@@ -22,3 +21,20 @@ def run_worker(ctx, task: str, *args: str, timeout: float = None) -> dict:
         return json.loads(last)
     except ValueError:
         return {"worker_error": f"worker exited with {res.returncode} and no result", "stderr_tail": res.stderr[-2000:]}
+
+
+def ask_libraries(ctx, paths) -> dict:
+    """``{path: versions}`` from :func:`gpudoctor.worker.task_libversions`, one child per library:
+    two copies with one SONAME in one process would resolve each other's dependencies
+    (seen: a pip cuDNN 9.19 shim reporting the system 9.14 after both were loaded)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    paths = list(paths)
+    if not paths:
+        return {}
+    with ThreadPoolExecutor(max_workers=min(8, len(paths))) as pool:
+        answers = list(pool.map(lambda p: run_worker(ctx, "libversions", p), paths))
+    out = {}
+    for p, a in zip(paths, answers):
+        out[p] = a.get(p) if p in a else {"load_error": a.get("worker_error", "no answer")}
+    return out

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from gpudoctor import parsers
 from gpudoctor.libfind import index_for
-from gpudoctor.probes._worker import run_worker
+from gpudoctor.probes._worker import ask_libraries, run_worker
 
 
 def probe(ctx) -> dict:
@@ -17,7 +17,7 @@ def probe(ctx) -> dict:
     copies = idx.copies("libcudart")
     # A file named only libcudart.so.13 does not say its minor version: ask the library itself.
     vague = [c.realpath for c in copies if not c.version or "." not in c.version]
-    asked = run_worker(ctx, "libversions", *vague) if vague else {}
+    asked = ask_libraries(ctx, vague)
     sonames = sorted({f"libcudart.so.{c.version.split('.')[0]}" for c in copies if c.version})
     return {
         "api": api,

@@ -13,7 +13,7 @@ import re
 
 from gpudoctor import parsers
 from gpudoctor.libfind import index_for
-from gpudoctor.probes._worker import run_worker
+from gpudoctor.probes._worker import ask_libraries
 
 _WHEEL_CUDA = re.compile(r"nvidia-cudnn-cu(\d+)")
 HEADER_DIRS = ("/usr/include", "/usr/include/x86_64-linux-gnu", "/usr/local/include")
@@ -39,11 +39,11 @@ def probe(ctx) -> dict:
     "headers": [{path, version}], "loader_pick": {soname: path}}``."""
     idx = index_for(ctx)
     copies = [c for c in idx.copies("libcudnn")]
-    api = run_worker(ctx, "libversions", *[c.realpath for c in copies]) if copies else {}
+    api = ask_libraries(ctx, [c.realpath for c in copies])
     libs = []
     for c in copies:
         info = c.to_dict()
-        got = api.get(c.realpath, {}) if isinstance(api, dict) else {}
+        got = api.get(c.realpath) or {}
         info["api"] = got
         if "cudnnGetVersion" in got:
             info["api_version"] = parsers.cudnn_version_from_int(got["cudnnGetVersion"])
@@ -65,5 +65,4 @@ def probe(ctx) -> dict:
         "libraries": libs,
         "headers": headers,
         "loader_pick": {f"libcudnn.so.{m}": idx.loader_pick(f"libcudnn.so.{m}") for m in majors if m},
-        "worker_error": api.get("worker_error") if isinstance(api, dict) else None,
     }

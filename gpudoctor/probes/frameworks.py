@@ -13,7 +13,8 @@ import os
 import re
 from importlib import metadata
 
-_ASSIGN = re.compile(r"^([A-Za-z_]+)\s*=\s*(.+)$", re.MULTILINE)
+# NAME = value, or NAME: annotation = value (torch's version.py: cuda: Optional[str] = '13.0')
+_ASSIGN = re.compile(r"^([A-Za-z_]+)\s*(?::[^=\n]*)?=\s*(.+)$", re.MULTILINE)
 
 
 def _module_dir(name: str):

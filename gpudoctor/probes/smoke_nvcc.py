@@ -4,6 +4,7 @@ explain a failure (compiler too new, arch unsupported, another toolkit's ptxas).
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -38,6 +39,15 @@ def _build_and_run(tk: dict, arch, gpu_present: bool, env, timeout: float, extra
         return out
 
 
+def _without_ccbin(env) -> dict:
+    """``env`` minus host-compiler choices (NVCC_CCBIN, -ccbin in NVCC_*_FLAGS), so a retry's -ccbin wins."""
+    out = {k: v for k, v in env.items() if k != "NVCC_CCBIN"}
+    for var in ("NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS"):
+        if var in out:
+            out[var] = re.sub(r"(-ccbin|--compiler-bindir)(=|\s+)\S+", "", out[var]).strip()
+    return out
+
+
 def probe(ctx) -> dict:
     """``{"builds": [{nvcc, release, arch, command, compile_ok, compile_output, run, retry_with_ccbin}]}``."""
     if not ctx.smoke:
@@ -58,7 +68,8 @@ def probe(ctx) -> dict:
         if not build["compile_ok"] and "unsupported GNU version" in build["compile_output"] and max_gcc:
             alt = toolkit_probe.older_gxx(ctx.env, max_gcc)
             if alt:
-                retry = _build_and_run(tk, arch, gpu_present, ctx.env, max(ctx.timeout, 60.0), extra=("-ccbin", alt))
+                retry = _build_and_run(tk, arch, gpu_present, _without_ccbin(ctx.env), max(ctx.timeout, 60.0),
+                                       extra=("-ccbin", alt))
                 build["retry_with_ccbin"] = dict(retry, ccbin=alt)
         return build
 

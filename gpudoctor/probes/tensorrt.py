@@ -6,7 +6,6 @@ import importlib.util
 import os
 import re
 import shutil
-import sys
 from importlib import metadata
 
 from gpudoctor.libfind import index_for
@@ -47,7 +46,7 @@ def probe(ctx) -> dict:
         if spec is None or not spec.origin:
             continue
         entry = {"name": name, "path": os.path.dirname(spec.origin), "version": _static_version(spec.origin)}
-        res = run([sys.executable, "-c", _IMPORT, name], timeout=ctx.timeout, env=ctx.env)
+        res = run([ctx.python, "-c", _IMPORT, name], timeout=ctx.timeout, env=ctx.env)
         entry["import_ok"] = res.ok
         lines = [l for l in res.stderr.strip().splitlines() if l.strip()]
         entry["import_error"] = None if res.ok else (res.error or (lines[-1] if lines else f"exit {res.returncode}"))

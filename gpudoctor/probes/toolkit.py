@@ -100,6 +100,17 @@ def _read(path, limit=1 << 20):
         return ""
 
 
+def _host_version(path, kind, env, timeout):
+    if not path:
+        return None
+    if kind == "clang":
+        res = run([path, "--version"], timeout=timeout, env=env)
+        return parsers.parse_clang_version(res.stdout) if res.ok else None
+    res = run([path, "-dumpfullversion", "-dumpversion"], timeout=timeout, env=env)
+    out = res.stdout.strip().splitlines()
+    return out[0].strip() if res.ok and out and out[0][:1].isdigit() else None
+
+
 def describe_nvcc(path: str, via: str, env, timeout: float) -> dict:
     facts = {"nvcc": path, "nvcc_realpath": os.path.realpath(path), "found_via": via, "errors": []}
     ver = run([path, "--version"], timeout=timeout, env=env)
@@ -119,11 +130,15 @@ def describe_nvcc(path: str, via: str, env, timeout: float) -> dict:
     facts["home"] = home
     eff_path = variables.get("PATH", env.get("PATH", ""))
     host = parsed["host_command"]
+    host_path = shutil.which(host, path=eff_path) if host and not os.path.isabs(host) else host
     facts["host_compiler"] = {
         "command": host,
-        "path": (shutil.which(host, path=eff_path) if host and not os.path.isabs(host) else host),
+        "path": host_path,
         "kind": parsed["host_kind"],
-        "version_seen_by_nvcc": parsed["host_version"],
+        # What the compiler nvcc will execute says of itself: the dry run's --gnu_version can differ
+        # (Debian's nvcc runs a wrapper gcc that picks g++-11 while the dry run reports gcc 12).
+        "version_seen_by_nvcc": _host_version(host_path, parsed["host_kind"], env, timeout) or parsed["host_version"],
+        "version_in_dryrun": parsed["host_version"],
         "ccbin_from_env": env.get("NVCC_CCBIN"),
         "extra_flags": {k: env[k] for k in ("NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS") if env.get(k)},
     }

@@ -94,11 +94,12 @@ def cudnn_mismatch(facts, ctx):
                                              "ldconfig -p | grep libcudnn")),),
             doc=CUDNN_DOC))
     for h in c.get("headers") or []:
-        same_dir_libs = [l for l in libs if not l.get("package")]
-        for l in same_dir_libs:
+        for l in libs:  # compare a header only with the library of the same install (same prefix)
+            if _install_root(h["path"], "/include") != _install_root(l["realpath"], "/lib"):
+                continue
             lv = (l.get("api_version") or l.get("version") or "").split(".")[:2]
             hv = (h.get("version") or "").split(".")[:2]
-            if lv and hv and lv != hv and len(lv) == 2 and len(hv) == 2:
+            if len(lv) == 2 and len(hv) == 2 and lv != hv:
                 out.append(Finding("cudnn.mismatch", Severity.WARN, "cudnn",
                                    f"cuDNN header {h.get('version')} ({h['path']}) differs from library {'.'.join(lv)} ({l['realpath']})",
                                    evidence={"header": h["path"], "library": l["realpath"]},
@@ -140,3 +141,9 @@ def tensorrt_libs(facts, ctx):
                                f"TensorRT module {mod['name']} fails to import: {err[:160]}",
                                evidence={"module": mod.get("path"), "import_error": err}, doc=TRT_DOC))
     return out
+
+
+def _install_root(path: str, marker: str) -> str:
+    """``/usr/include/x86_64-linux-gnu/cudnn_version.h`` → ``/usr``; ``.../nvidia/cudnn/lib/libcudnn.so.9`` → ``.../nvidia/cudnn``."""
+    i = path.rfind(marker + "/")
+    return path[:i] if i >= 0 else path

@@ -8,7 +8,8 @@ from gpudoctor.findings import Finding, Fix, Severity
 # Failure signatures in nvcc/ptxas/runtime output → (what it means, the finding id that explains it)
 SIGNATURES = (
     (re.compile(r"unsupported (GNU|clang) version"), "the host compiler is newer than this nvcc allows", "compiler.unsupported"),
-    (re.compile(r"Unsupported gpu architecture '(compute|sm)_\w+'"), "this nvcc cannot generate code for the arch", "arch.toolkit_unsupported"),
+    (re.compile(r"Unsupported gpu architecture '(compute|sm)_\w+'|Value '(sm|compute)_\w+' is not defined for option 'gpu-architecture'"),
+     "this nvcc cannot generate code for the arch", "arch.toolkit_unsupported"),
     (re.compile(r"Value '(sm|compute)_\w+' is not defined for option 'gpu-name'"), "nvcc ran ptxas from another toolkit", "toolkit.mixed"),
     (re.compile(r"Unsupported \.version|ptxas fatal.*PTX"), "ptxas is older than the PTX it was given (mixed toolkits)", "toolkit.mixed"),
     (re.compile(r"no kernel image is available"), "the binary has no code for this GPU", "arch.binary_missing"),

@@ -48,13 +48,11 @@ def compiler_unsupported(facts, ctx):
             if best:
                 fixes.append(Fix(
                     f"Use the installed g++-{best['major']} as nvcc's host compiler (per shell, or for CMake).{verified}",
-                    (f"export NVCC_CCBIN={best['path']}", f"export CUDAHOSTCXX={best['path']}",
-                     f"nvcc -ccbin {best['path']} ...   # or per command")))
+                    _ccbin_commands(best["path"])))
             want = limit if not best else None
             if want:
                 fixes.append(Fix(f"Install g++-{want} (the newest nvcc {t.get('release')} supports) and use it via -ccbin.",
-                                 (install(ctx.os, gxx_package(ctx.os, want)),
-                                  f"export NVCC_CCBIN=/usr/bin/g++-{want}", f"export CUDAHOSTCXX=/usr/bin/g++-{want}")))
+                                 (install(ctx.os, gxx_package(ctx.os, want)),) + _ccbin_commands(f"/usr/bin/g++-{want}")))
         fixes.append(Fix("Or install a newer CUDA toolkit whose limit covers this compiler.", ()))
         fixes.append(Fix("Last resort: -allow-unsupported-compiler skips the check; the build may fail or, worse, "
                          "miscompile silently. Use only to try things out.",
@@ -68,6 +66,12 @@ def compiler_unsupported(facts, ctx):
             detail=f"nvcc stops with '#error -- unsupported GNU version! gcc versions later than {limit} are not supported!'"
             if kind == "gnu" else "nvcc stops with '#error -- unsupported clang version!'"))
     return out
+
+
+def _ccbin_commands(gxx: str) -> tuple:
+    # NVCC_PREPEND_FLAGS works with every nvcc since 11.x; NVCC_CCBIN only with newer ones (11.8 ignores it).
+    return (f"export NVCC_PREPEND_FLAGS='-ccbin {gxx}'", f"export CUDAHOSTCXX={gxx}   # CMake",
+            f"nvcc -ccbin {gxx} ...   # or per command")
 
 
 def mixed_toolkit(facts, ctx):

@@ -1,0 +1,80 @@
+"""Shared helpers. Real components first: tests run the real probes against the real NVIDIA parts
+that .ci/install-real-parts and .ci/fetch-real-wheels put on this CPU machine. Where a test
+needs a GPU that cannot exist here, it says FAKE in the name of the fact it injects."""
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+from gpudoctor.findings import Severity
+from gpudoctor.fixes import OsFlavor
+from gpudoctor.matrix import load_matrix
+from gpudoctor.rules import Facts, RuleContext, evaluate
+from gpudoctor.runner import ProbeContext
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CACHE = os.path.join(ROOT, ".ci", "cache")
+CAPTURES = os.path.join(os.path.dirname(ROOT), "shared", "captures", "h100-cuda13")
+# CI sets this: a missing real part is then a failure, not a skip.
+REQUIRE_REAL = os.environ.get("GPUDOCTOR_REQUIRE_REAL") == "1"
+
+
+def need(condition: bool, what: str):
+    """Skip (locally) or fail (CI) when a real component is not installed."""
+    if condition:
+        return
+    if REQUIRE_REAL:
+        pytest.fail(f"real component missing: {what} (run .ci/install-real-parts and .ci/fetch-real-wheels)")
+    pytest.skip(f"real component missing: {what}")
+
+
+def clean_path() -> str:
+    """PATH with only system dirs (no /usr/local/cuda/bin, no wrappers in /usr/local/bin)."""
+    return "/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def ctx(**env) -> ProbeContext:
+    base = dict(os.environ)
+    base.update({k: v for k, v in env.items() if v is not None})
+    for k, v in env.items():
+        if v is None:
+            base.pop(k, None)
+    return ProbeContext(env=base, smoke=True, timeout=20.0)
+
+
+def judge(results: dict, platform: dict = None):
+    """Evaluate every rule on ``results`` (probe name → facts) with the shipped matrix."""
+    results = dict(results)
+    if platform is not None:
+        results["platform"] = platform
+    facts = Facts(results)
+    return evaluate(facts, RuleContext(matrix=load_matrix(), os=OsFlavor.from_platform(results.get("platform") or {})))
+
+
+def by_id(findings, fid, severity=None):
+    out = [f for f in findings if f.id == fid and (severity is None or f.severity == severity)]
+    return out
+
+
+@pytest.fixture(scope="session")
+def matrix():
+    return load_matrix()
+
+
+@pytest.fixture
+def debian_118():
+    need(os.path.isfile("/usr/bin/nvcc") and os.path.isdir("/usr/lib/nvidia-cuda-toolkit"), "Debian nvidia-cuda-toolkit (CUDA 11.8)")
+    need(shutil.which("g++-11") is not None, "g++-11")
+    return "/usr/bin/nvcc"
+
+
+@pytest.fixture
+def driver_535_userspace():
+    import glob
+
+    need(bool(glob.glob("/usr/lib/x86_64-linux-gnu/nvidia/current/libnvidia-ml.so.535*")), "libnvidia-ml1 (driver 535)")
+    need(bool(glob.glob("/usr/lib/x86_64-linux-gnu/nvidia/current/libcuda.so.535*")), "libcuda1 (driver 535)")
+    if os.path.exists("/proc/driver/nvidia/version"):
+        pytest.skip("a real NVIDIA kernel module is loaded here: the 'not loaded' state cannot be reproduced")
