@@ -28,7 +28,7 @@ def _static_version(init_path: str):
 def _distributions() -> dict:
     out = {}
     for dist in metadata.distributions():
-        name = (dist.metadata["Name"] or "").lower()
+        name = re.sub(r"[-_.]+", "-", (dist.metadata["Name"] or "").lower())  # PEP 503 normalised
         if name.startswith("tensorrt"):
             out[name] = dist.version
     return out

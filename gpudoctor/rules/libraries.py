@@ -61,6 +61,18 @@ def cudnn_mismatch(facts, ctx):
     if torch.get("cuda"):
         majors.setdefault(int(str(torch["cuda"]).split(".")[0]), []).append(f"torch {torch.get('version')}")
     for lib in libs:
+        err = (lib.get("api") or {}).get("load_error")
+        if err:
+            out.append(Finding(
+                "cudnn.broken", Severity.FAIL, "cudnn",
+                f"cuDNN {lib.get('version') or ''} at {lib['realpath']} fails when asked its version: {err}".replace("  ", " "),
+                evidence={"library": lib["realpath"], "package": lib.get("package"), "error": err},
+                fixes=(Fix("Reinstall this cuDNN completely (its sub-libraries libcudnn_graph/ops/... must sit next to it).",
+                           (f"python -m pip install --force-reinstall {lib['package']}",) if lib.get("package") else
+                           ("ls -l " + lib["realpath"].rsplit("/", 1)[0] + "/libcudnn*",)),),
+                detail="cuDNN 9's libcudnn.so.9 is a dispatcher that loads libcudnn_graph.so.9 and others on first use; "
+                       "with them missing it prints 'Invalid handle. Cannot load symbol ...' and aborts the process.",
+                doc=CUDNN_DOC))
         built = lib.get("built_for_cuda_major")
         label = f"cuDNN {lib.get('api_version') or lib.get('version')} ({lib.get('package') or lib.get('realpath')})"
         row = m.cudnn_release(lib.get("version") or "") if (m is not None and lib.get("version")) else None

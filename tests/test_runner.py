@@ -1,0 +1,54 @@
+"""Probe isolation: an exception or a hang in one probe becomes a fact; the others still report."""
+from __future__ import annotations
+
+import time
+
+from gpudoctor.runner import Probe, ProbeContext, run_probes
+from gpudoctor.subproc import run
+
+
+def test_exception_and_hang_become_facts():
+    def boom(ctx):
+        raise RuntimeError("NVML exploded")
+
+    def hang(ctx):
+        time.sleep(30)
+
+    def fine(ctx):
+        return {"answer": 42}
+
+    t0 = time.monotonic()
+    res = run_probes([Probe("boom", "x", boom, 5), Probe("hang", "x", hang, 0.5), Probe("fine", "x", fine, 5)],
+                     ProbeContext(env={}))
+    assert time.monotonic() - t0 < 5
+    assert res["boom"].status == "error" and "RuntimeError: NVML exploded" in res["boom"].error
+    assert res["hang"].status == "timeout" and "timed out after 0.5 s" in res["hang"].error
+    assert res["fine"].status == "ok" and res["fine"].facts == {"answer": 42}
+    assert list(res) == ["boom", "hang", "fine"]
+
+
+def test_subprocess_timeout_kills_the_whole_group():
+    t0 = time.monotonic()
+    r = run(["sh", "-c", "sleep 30 & sleep 30; wait"], timeout=0.5)
+    assert r.timed_out and r.returncode is None and "timed out after 0.5 s" in r.error
+    assert time.monotonic() - t0 < 5
+
+
+def test_missing_binary_and_huge_output_are_data():
+    r = run(["/nonexistent/nvcc", "--version"])
+    assert not r.ok and r.error == "/nonexistent/nvcc: not found"
+    big = run(["sh", "-c", "head -c 5000000 /dev/zero | tr '\\0' x"], timeout=10)
+    assert big.ok and len(big.stdout) <= 256 * 1024
+
+
+def test_memo_computes_once_under_concurrency():
+    ctx = ProbeContext(env={})
+    calls = []
+
+    def slow():
+        calls.append(1)
+        time.sleep(0.2)
+        return "x"
+
+    res = run_probes([Probe(f"p{i}", "x", lambda c: {"v": c.memo("k", slow)}, 5) for i in range(4)], ctx)
+    assert all(r.facts == {"v": "x"} for r in res.values()) and len(calls) == 1
