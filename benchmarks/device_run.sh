@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# One batched run on the lent GPU machine (device tool): gpudoctor check (console + JSON),
-# timings next to torch's collect_env, and the test suite. Writes everything under $OUT.
+# One batched run on the lent GPU machine (device tool): gpudoctor check (console + JSON), a real
+# hidden-GPU state (CUDA_VISIBLE_DEVICES=1 on a one-GPU host), and timings next to torch's collect_env.
+# Writes everything under $OUT (at most 8 files come back).
 set -u
 export PYTHONUNBUFFERED=1
 if ls .whl/*.whl >/dev/null 2>&1; then
@@ -10,8 +11,10 @@ fi
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 nvidia-smi -L
-COLUMNS=110 python3 -m gpudoctor check > "$OUT/check.txt" 2> "$OUT/check.err"; echo "check exit=$?"
-COLUMNS=110 python3 -m gpudoctor check -v > "$OUT/check-verbose.txt" 2>&1; echo "check -v exit=$?"
-python3 -m gpudoctor check --json > "$OUT/check.json" 2> "$OUT/check-json.err"; echo "json exit=$?"
-cat "$OUT/check.txt"; cat "$OUT/check.err"
+COLUMNS=120 python3 -m gpudoctor check > "$OUT/check.txt" 2> "$OUT/stderr.txt"; echo "check exit=$?"
+COLUMNS=120 python3 -m gpudoctor check -v > "$OUT/check-verbose.txt" 2>> "$OUT/stderr.txt"; echo "check -v exit=$?"
+python3 -m gpudoctor check --json > "$OUT/check.json" 2>> "$OUT/stderr.txt"; echo "json exit=$?"
+CUDA_VISIBLE_DEVICES=1 COLUMNS=120 python3 -m gpudoctor check --no-smoke > "$OUT/check-cvd1.txt" 2>> "$OUT/stderr.txt"; echo "cvd=1 exit=$?"
+CUDA_VISIBLE_DEVICES=1 python3 -m gpudoctor check --no-smoke --json > "$OUT/check-cvd1.json" 2>> "$OUT/stderr.txt"
+cat "$OUT/check.txt"; echo "--- stderr:"; cat "$OUT/stderr.txt"; echo "--- CUDA_VISIBLE_DEVICES=1:"; grep -E "✗|!" "$OUT/check-cvd1.txt"
 python3 benchmarks/bench_check.py --runs ${RUNS:-5} 2>&1 | tee "$OUT/bench.txt"
