@@ -9,7 +9,7 @@ from typing import Dict, List, Mapping, Optional
 from gpudoctor import __version__
 from gpudoctor.findings import Finding, Severity, worst
 from gpudoctor.fixes import OsFlavor
-from gpudoctor.runner import ProbeContext, ProbeResult, run_probes
+from gpudoctor.runner import ProbeContext, ProbeResult, start_probes
 
 #: Version of the JSON report's shape (docs/json-report.md). Bump on incompatible changes.
 REPORT_SCHEMA_VERSION = 1
@@ -47,13 +47,19 @@ class Report:
 
 def run_check(matrix, smoke: bool = True, timeout: float = 10.0, env: Optional[Mapping[str, str]] = None,
               probes=None) -> Report:
-    """Run ``probes`` (default: all) concurrently, evaluate every rule against ``matrix``."""
+    """Run ``probes`` (default: all) concurrently, evaluate every rule against ``matrix``.
+
+    ``matrix`` may be a callable returning the matrix: it is then loaded while the probes run
+    (its errors, e.g. :class:`gpudoctor.matrix.MatrixError`, propagate)."""
     from gpudoctor.probes import ALL
     from gpudoctor.rules import Facts, RuleContext, evaluate
 
     t0 = time.monotonic()
     ctx = ProbeContext(env=dict(env if env is not None else os.environ), smoke=smoke, timeout=timeout)
-    results = run_probes(probes or ALL, ctx)
+    pending = start_probes(probes or ALL, ctx)
+    if callable(matrix):
+        matrix = matrix()
+    results = pending()
     facts = Facts({n: r.facts for n, r in results.items() if r.status == "ok"},
                   {n: {"status": r.status, "error": r.error} for n, r in results.items()})
     osf = OsFlavor.from_platform(facts["platform"])

@@ -42,17 +42,16 @@ def main(argv=None) -> int:
     if not (0 < args.timeout <= 600):
         print("gpudoctor: error: --timeout must be between 0 and 600 seconds", file=sys.stderr)
         return EXIT_ERROR
+    from gpudoctor.check import run_check
+    from gpudoctor.findings import Severity
     from gpudoctor.matrix import MatrixError, load_matrix
 
-    try:
-        matrix = load_matrix(args.matrix) if args.matrix else load_matrix()
+    try:  # the matrix loads while the probes run
+        report = run_check(lambda: load_matrix(args.matrix) if args.matrix else load_matrix(),
+                           smoke=not args.no_smoke, timeout=args.timeout)
     except MatrixError as exc:
         print(f"gpudoctor: error: compatibility matrix is invalid: {exc}", file=sys.stderr)
         return EXIT_ERROR
-    from gpudoctor.check import run_check
-    from gpudoctor.findings import Severity
-
-    report = run_check(matrix, smoke=not args.no_smoke, timeout=args.timeout)
     if args.json:
         from gpudoctor.render import json_report
 

@@ -67,6 +67,12 @@ class Probe:
 
 def run_probes(probes: Iterable[Probe], ctx: ProbeContext) -> Dict[str, ProbeResult]:
     """Run all ``probes`` at once; return results keyed by probe name, in the given order."""
+    return start_probes(probes, ctx)()
+
+
+def start_probes(probes: Iterable[Probe], ctx: ProbeContext) -> Callable[[], Dict[str, ProbeResult]]:
+    """Start all ``probes``; the returned function waits (each probe up to its own timeout,
+    counted from the start) and returns the results keyed by name, in the given order."""
     probes = list(probes)
     results: Dict[str, ProbeResult] = {}
     threads = []
@@ -86,6 +92,14 @@ def run_probes(probes: Iterable[Probe], ctx: ProbeContext) -> Dict[str, ProbeRes
         t = threading.Thread(target=body, args=(p,), name=f"probe-{p.name}", daemon=True)
         t.start()
         threads.append((p, t))
+
+    def wait() -> Dict[str, ProbeResult]:
+        return _collect(probes, threads, results, start)
+
+    return wait
+
+
+def _collect(probes, threads, results, start) -> Dict[str, ProbeResult]:
     for p, t in threads:
         t.join(max(0.0, p.timeout - (time.monotonic() - start)))
         if t.is_alive():

@@ -14,13 +14,16 @@ import sys
 import time
 
 
-def _bindings():
-    """(driver, runtime, nvrtc) modules of cuda-python, new layout (cuda.bindings) or old (cuda.cuda)."""
+def _binding(name: str):
+    """One cuda-python module (driver | runtime | nvrtc), new layout (cuda.bindings) or old (cuda.cuda);
+    imported one at a time because each costs start-up time."""
+    import importlib
+
     try:
-        from cuda.bindings import driver, nvrtc, runtime
+        return importlib.import_module(f"cuda.bindings.{name}")
     except ImportError:
-        from cuda import cuda as driver, cudart as runtime, nvrtc  # cuda-python < 12.6
-    return driver, runtime, nvrtc
+        old = {"driver": "cuda.cuda", "runtime": "cuda.cudart", "nvrtc": "cuda.nvrtc"}[name]  # cuda-python < 12.6
+        return importlib.import_module(old)
 
 
 def _name(code) -> str:
@@ -50,7 +53,7 @@ def _call(fn, *args):
 
 def task_cuda() -> dict:
     """Driver and runtime API facts: cuDriverGetVersion, cuInit, devices, cudaRuntimeGetVersion."""
-    driver, runtime, _ = _bindings()
+    driver = _binding("driver")
     res = {"bindings_version": _bindings_version()}
     err, ver = _call(driver.cuDriverGetVersion)
     res["cuDriverGetVersion"] = {"result": err, "value": ver}
@@ -81,6 +84,7 @@ def task_cuda() -> dict:
                 "uuid": ("GPU-%s-%s-%s-%s-%s" % (uuid_hex[:8], uuid_hex[8:12], uuid_hex[12:16], uuid_hex[16:20], uuid_hex[20:])) if uuid_hex else None,
             })
     res["devices"] = devices
+    runtime = _binding("runtime")
     err, rt = _call(runtime.cudaRuntimeGetVersion)
     res["cudaRuntimeGetVersion"] = {"result": err, "value": rt}
     err, n = _call(runtime.cudaGetDeviceCount)
@@ -215,10 +219,9 @@ def _fp16_include_dir():
 
 def task_nvrtc_smoke() -> dict:
     """Compile vadd + hadd2 to a CUBIN per visible device arch with NVRTC; launch and verify on devices."""
-    driver, _, nvrtc = _bindings()
     res = {"bindings_version": _bindings_version()}
-    err, major = None, None
     try:
+        nvrtc = _binding("nvrtc")
         out = nvrtc.nvrtcVersion()
         err, major, minor = _name(out[0]), out[1], out[2]
         res["nvrtc_version"] = f"{major}.{minor}"
@@ -226,6 +229,7 @@ def task_nvrtc_smoke() -> dict:
     except Exception as exc:
         res["nvrtc_error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
         return res
+    driver = _binding("driver")
     init_err, _ = _call(driver.cuInit, 0)
     res["cuInit"] = init_err
     targets = []  # (ordinal or None, arch)
