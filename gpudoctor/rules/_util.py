@@ -66,3 +66,19 @@ def in_use_toolkit(facts) -> Optional[dict]:
         if on_path and t.get("nvcc") == on_path:
             return t
     return None
+
+
+def framework_cuda_builds(facts) -> list:
+    """(framework, its version, CUDA version it was built for) for every GPU framework found;
+    JAX and CuPy name only the major (jax-cuda13-plugin, cupy-cuda13x): reported as "13.0"."""
+    fw = facts["frameworks"]
+    out = []
+    for name in ("torch", "tensorflow", "onnxruntime"):
+        f = fw.get(name) or {}
+        if f.get("cuda"):
+            out.append((name, f.get("version"), str(f["cuda"])))
+    for name in ("jax", "cupy"):
+        f = fw.get(name) or {}
+        for mj in f.get("cuda_majors") or []:
+            out.append((name, f.get("version"), f"{mj}.0"))
+    return out

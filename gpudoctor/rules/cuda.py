@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gpudoctor.findings import Finding, Fix, Severity
 from gpudoctor.fixes import driver_install
-from gpudoctor.rules._util import driver_cuda, driver_version, major_minor, v
+from gpudoctor.rules._util import driver_cuda, driver_version, framework_cuda_builds, major_minor, v
 
 DOC = "https://docs.nvidia.com/deploy/cuda-compatibility/"
 
@@ -19,17 +19,8 @@ def runtimes(facts) -> list:
     for lib in c.get("libcudart") or []:
         if lib.get("version") and "." in lib["version"]:
             out.append((f"libcudart {lib['version']} ({lib.get('package') or lib['realpath']})", lib["version"]))
-    fw = facts["frameworks"]
-    torch = fw.get("torch") or {}
-    if torch.get("cuda"):
-        out.append((f"torch {torch.get('version')} (built for CUDA {torch['cuda']})", torch["cuda"]))
-    for name in ("tensorflow", "onnxruntime"):
-        f = fw.get(name) or {}
-        if f.get("cuda"):
-            out.append((f"{name} {f.get('version')} (built for CUDA {f['cuda']})", str(f["cuda"])))
-    for name in ("jax", "cupy"):
-        for m in (fw.get(name) or {}).get("cuda_majors") or []:
-            out.append((f"{name} (CUDA {m} build)", f"{m}.0"))
+    for name, ver, cuda in framework_cuda_builds(facts):
+        out.append((f"{name} {ver or ''} (built for CUDA {cuda})".replace("  ", " "), cuda))
     return out
 
 

@@ -3,7 +3,7 @@ with kernels (SASS or PTX) for the GPUs here."""
 from __future__ import annotations
 
 from gpudoctor.findings import Finding, Fix, Severity
-from gpudoctor.rules._util import driver_cuda, driver_version, gpus, major_minor, sm
+from gpudoctor.rules._util import driver_cuda, driver_version, framework_cuda_builds, gpus, major_minor, sm
 
 TORCH_DOC = "https://pytorch.org/get-started/locally/"
 # CUDA variants of PyTorch wheels (index-url suffixes), newest last (https://download.pytorch.org/whl/).
@@ -68,18 +68,7 @@ def cuda_mismatch(facts, ctx):
     if m is None or not drv:
         return []
     osname = "windows" if ctx.os.family == "windows" else "linux"
-    fw = facts["frameworks"]
-    items = []
-    torch = fw.get("torch") or {}
-    if torch.get("cuda"):
-        items.append(("torch", torch.get("version"), str(torch["cuda"])))
-    for name in ("tensorflow", "onnxruntime"):
-        f = fw.get(name) or {}
-        if f.get("cuda"):
-            items.append((name, f.get("version"), str(f["cuda"])))
-    for name in ("jax", "cupy"):
-        for mj in (fw.get(name) or {}).get("cuda_majors") or []:
-            items.append((name, (fw.get(name) or {}).get("version"), f"{mj}.0"))
+    items = framework_cuda_builds(facts)
     out = []
     for name, ver, cuda in items:
         mm = major_minor(cuda)
