@@ -54,7 +54,7 @@ def gxx_package(os_: OsFlavor, major: int) -> str:
 
 def driver_install(os_: OsFlavor, branch: Optional[str] = None) -> Fix:
     """Install or upgrade the NVIDIA driver (``branch`` like "580": the minimum needed)."""
-    want = f" {branch} or newer" if branch else ""
+    want = f" (version {branch} or newer)" if branch else ""
     if os_.wsl:
         return Fix(f"Under WSL 2 the driver is the Windows one: install or upgrade the NVIDIA Windows driver{want} "
                    "on the host, then restart WSL. Never install a Linux driver inside WSL.",
@@ -64,7 +64,7 @@ def driver_install(os_: OsFlavor, branch: Optional[str] = None) -> Fix:
         return Fix(f"Install the NVIDIA driver{want} from https://www.nvidia.com/Download/index.aspx, then reboot.",
                    ("nvidia-smi",), shell="powershell")
     if os_.container:
-        return Fix(f"The driver comes from the host: install/upgrade it there{want}; the container only needs "
+        return Fix(f"The driver comes from the host: install or upgrade it there{want}; the container only needs "
                    "the NVIDIA Container Toolkit and `--gpus all`.", ())
     if os_.id == "ubuntu":
         pkg = f"nvidia-driver-{branch}" if branch else "nvidia-driver-580"
