@@ -69,7 +69,7 @@ def driver_install(os_: OsFlavor, branch: Optional[str] = None) -> Fix:
     if os_.id == "ubuntu":
         pkg = f"nvidia-driver-{branch}" if branch else "nvidia-driver-580"
         return Fix(f"Install the NVIDIA driver{want} (Ubuntu's packaged driver), then reboot.",
-                   (f"sudo ubuntu-drivers list", f"sudo apt-get install -y {pkg}", "sudo reboot"))
+                   ("sudo ubuntu-drivers list", f"sudo apt-get install -y {pkg}", "sudo reboot"))
     if os_.family == "debian":
         return Fix(f"Install the NVIDIA driver{want}: Debian's packages (contrib non-free) or NVIDIA's CUDA repository "
                    "(cuda-drivers), then reboot.",

@@ -223,7 +223,7 @@ def task_nvrtc_smoke() -> dict:
     try:
         nvrtc = _binding("nvrtc")
         out = nvrtc.nvrtcVersion()
-        err, major, minor = _name(out[0]), out[1], out[2]
+        major, minor = out[1], out[2]
         res["nvrtc_version"] = f"{major}.{minor}"
         res["nvrtc_supported_archs"] = [f"sm_{a}" for a in (nvrtc.nvrtcGetSupportedArchs()[1] or [])]
     except Exception as exc:

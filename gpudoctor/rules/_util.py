@@ -82,3 +82,24 @@ def framework_cuda_builds(facts) -> list:
         for mj in f.get("cuda_majors") or []:
             out.append((name, f.get("version"), f"{mj}.0"))
     return out
+
+
+def os_name(ctx) -> str:
+    """The matrix's OS key for driver minimums."""
+    return "windows" if ctx.os.family == "windows" else "linux"
+
+
+def driver_verdict(matrix, driver: str, cuda: str, osname: str) -> str:
+    """``matrix.driver_supports``, extended to CUDA releases newer than the matrix: their major's
+    minor-version-compatibility floor still applies (native | minor_version_compat | unsupported | unknown)."""
+    mm = major_minor(cuda)
+    if not mm:
+        return "unknown"
+    verdict = matrix.driver_supports(driver, f"{mm[0]}.{mm[1]}", os=osname)
+    if verdict != "unknown":
+        return verdict
+    mc = matrix.minor_version_compat(mm[0])
+    floor = (getattr(mc, "min_driver_" + osname, None) or mc.min_driver_linux) if mc else None
+    if not floor or not v(driver) or not v(floor):
+        return "unknown"
+    return "minor_version_compat" if v(driver) >= v(floor) else "unsupported"

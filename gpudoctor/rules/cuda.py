@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from gpudoctor.findings import Finding, Fix, Severity
 from gpudoctor.fixes import driver_install
-from gpudoctor.rules._util import driver_cuda, driver_version, framework_cuda_builds, major_minor, v
+from gpudoctor.rules._util import (driver_cuda, driver_verdict, driver_version, framework_cuda_builds, major_minor,
+                                   os_name, v)
 
 DOC = "https://docs.nvidia.com/deploy/cuda-compatibility/"
 
@@ -30,15 +31,13 @@ def driver_vs_runtimes(facts, ctx):
     dcuda, dcuda_src = driver_cuda(facts)
     if not drv or m is None:
         return []
-    osname = "windows" if ctx.os.family == "windows" else "linux"
+    osname = os_name(ctx)
     too_old, compat = [], []
     for label, ver in runtimes(facts):
         mm = major_minor(ver)
         if not mm:
             continue
-        verdict = m.driver_supports(drv, f"{mm[0]}.{mm[1]}", os=osname)
-        if verdict == "unknown":  # a release newer than the matrix: its major's minor-compat floor still applies
-            verdict = _by_major_floor(m, drv, mm[0], osname)
+        verdict = driver_verdict(m, drv, ver, osname)
         if verdict == "unsupported":
             too_old.append((label, f"{mm[0]}.{mm[1]}"))
         elif verdict == "minor_version_compat":
@@ -86,14 +85,6 @@ def driver_vs_runtimes(facts, ctx):
                                 f"Driver {drv} supports every CUDA runtime found (driver CUDA {dcuda})",
                                 evidence={"runtimes": [l for l, _ in runtimes(facts)]}))
     return findings
-
-
-def _by_major_floor(m, drv, major, osname):
-    mc = m.minor_version_compat(major)
-    floor = (getattr(mc, "min_driver_" + osname, None) or mc.min_driver_linux) if mc else None
-    if not floor or not v(drv) or not v(floor):
-        return "unknown"
-    return "minor_version_compat" if v(drv) >= v(floor) else "unsupported"
 
 
 def ptx_too_new(facts, ctx):

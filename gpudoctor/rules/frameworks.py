@@ -3,7 +3,8 @@ with kernels (SASS or PTX) for the GPUs here."""
 from __future__ import annotations
 
 from gpudoctor.findings import Finding, Fix, Severity
-from gpudoctor.rules._util import driver_cuda, driver_version, framework_cuda_builds, gpus, major_minor, sm
+from gpudoctor.rules._util import (driver_cuda, driver_verdict, driver_version, framework_cuda_builds, gpus,
+                                   major_minor, os_name, sm)
 
 TORCH_DOC = "https://pytorch.org/get-started/locally/"
 # CUDA variants of PyTorch wheels (index-url suffixes), newest last (https://download.pytorch.org/whl/).
@@ -67,16 +68,13 @@ def cuda_mismatch(facts, ctx):
     dcuda, _ = driver_cuda(facts)
     if m is None or not drv:
         return []
-    osname = "windows" if ctx.os.family == "windows" else "linux"
-    items = framework_cuda_builds(facts)
     out = []
-    for name, ver, cuda in items:
-        mm = major_minor(cuda)
-        if mm and m.driver_supports(drv, f"{mm[0]}.{mm[1]}", os=osname) == "unsupported":
+    for name, ver, cuda in framework_cuda_builds(facts):
+        if driver_verdict(m, drv, cuda, os_name(ctx)) == "unsupported":
             fixes = [Fix(f"Upgrade the driver to run CUDA {cuda} builds (see driver.too_old), or install the "
                          f"{name} build for CUDA ≤ {dcuda}.", ())]
             if name == "torch":
-                fixes.append(Fix(f"PyTorch for this driver:", (
+                fixes.append(Fix("PyTorch for this driver:", (
                     f"python -m pip install --force-reinstall torch --index-url https://download.pytorch.org/whl/{_torch_index_for(dcuda)}",)))
             out.append(Finding("framework.cuda_mismatch", Severity.FAIL, "frameworks",
                                f"{name} {ver or ''} is built for CUDA {cuda}, which driver {drv} (CUDA ≤ {dcuda}) cannot run".replace("  ", " "),

@@ -35,7 +35,7 @@ def library_not_found(facts, ctx):
         mj = _bindings_major(facts)
         pkg = "nvidia-cuda-nvrtc" if (mj or 13) >= 13 else f"nvidia-cuda-nvrtc-cu{mj}"
         out.append(Finding("library.not_found", Severity.WARN, "cuda",
-                           f"NVRTC (libnvrtc) not found: runtime compilation (and the NVRTC smoke test) cannot run",
+                           "NVRTC (libnvrtc) not found: runtime compilation (and the NVRTC smoke test) cannot run",
                            evidence={"error": nv["nvrtc_error"], "cuda-python": nv.get("bindings_version")},
                            fixes=(Fix(f"Install NVRTC for CUDA {mj or ''} (pip), or a CUDA toolkit that has it.".replace(" ()", ""),
                                       (f"python -m pip install '{pkg}=={mj}.*'" if mj else f"python -m pip install {pkg}",)),)))

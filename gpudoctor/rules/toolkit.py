@@ -5,7 +5,7 @@ import os
 
 from gpudoctor.findings import Finding, Fix, Severity
 from gpudoctor.fixes import gxx_package, install
-from gpudoctor.rules._util import gpus, in_use_toolkit, major_minor, sm, v
+from gpudoctor.rules._util import gpus, in_use_toolkit, sm
 
 COMPILER_DOC = "https://docs.nvidia.com/cuda/cuda-installation-guide-linux/index.html#host-compiler-support-policy"
 ARCH_DOC = "https://docs.nvidia.com/cuda/cuda-compiler-driver-nvcc/index.html#gpu-feature-list"
