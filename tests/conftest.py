@@ -16,7 +16,7 @@ from gpudoctor.runner import ProbeContext
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CACHE = os.path.join(ROOT, ".ci", "cache")
-CAPTURES = os.path.join(os.path.dirname(ROOT), "shared", "captures", "h100-cuda13")
+CAPTURES = os.path.join(ROOT, "tests", "data", "captures", "h100-cuda13")
 # CI sets this: a missing real part is then a failure, not a skip.
 REQUIRE_REAL = os.environ.get("GPUDOCTOR_REQUIRE_REAL") == "1"
 

@@ -4,7 +4,7 @@ Fixture origins (tests/data/parsers/):
 cudnn_version_pip_cu12_9.28.0.h is include/cudnn_version.h from the PyPI wheel nvidia_cudnn_cu12-9.28.0.42-py3-none-manylinux_2_27_x86_64.whl.
 nvidia_smi_not_loaded.txt is the output of Debian's nvidia-smi 535.261.03 on a host without the nvidia kernel module.
 nvidia_smi_nvml_not_found.txt is the output of that nvidia-smi with libnvidia-ml.so.1 hidden (bind-mounted /dev/null in a private mount namespace).
-Captures from an H100 host with CUDA 13.0 / driver 580.159.04 live in /work/shared/captures/h100-cuda13/.
+Captures from an H100 host with CUDA 13.0 / driver 580.159.04 are vendored in tests/data/captures/h100-cuda13/.
 """
 
 import os
@@ -24,7 +24,7 @@ from gpudoctor.parsers import ParseError  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "data", "parsers")
-CAPTURES = "/work/shared/captures/h100-cuda13"
+CAPTURES = os.path.join(HERE, "data", "captures", "h100-cuda13")  # vendored real H100 outputs
 CUDA13_HOST_CONFIG = "/usr/local/cuda/include/crt/host_config.h"
 CUDA118_HOST_CONFIGS = ("/usr/include/crt/host_config.h",
                         "/usr/lib/nvidia-cuda-toolkit/include/crt/host_config.h")
@@ -38,7 +38,7 @@ def _read(path):
 def cap(name):
     path = os.path.join(CAPTURES, name)
     if not os.path.exists(path):
-        pytest.skip("capture %s not present on this machine" % path)
+        pytest.fail("vendored capture %s is missing" % path)
     return _read(path)
 
 
