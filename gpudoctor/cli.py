@@ -1,4 +1,4 @@
-"""Command line: ``gpudoctor check [--json] [-v] [--strict] [--no-smoke]``.
+"""Command line: ``gpudoctor check | install | matrix``.
 
 Exit codes (docs/exit-codes.md): 0 no failures, 1 failures found (or warnings with
 --strict), 2 usage or internal error (including a corrupt compatibility matrix).
@@ -31,11 +31,50 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--no-smoke", action="store_true", help="skip the compile-and-run smoke tests")
     c.add_argument("--timeout", type=float, default=10.0, metavar="S", help="per-command timeout in seconds (default 10)")
     c.add_argument("--matrix", metavar="DIR", help="use the compatibility matrix in DIR instead of the bundled one")
+
+    from gpudoctor.install.command import add_arguments
+
+    i = sub.add_parser("install", help="plan a consistent driver/CUDA/cuDNN/TensorRT/PyTorch stack and print the commands")
+    add_arguments(i)
+
+    q = sub.add_parser("matrix", help="ask the compatibility matrix: cuda X.Y | driver VERSION | gpu NAME")
+    q.add_argument("kind", choices=("cuda", "driver", "gpu"))
+    q.add_argument("value", metavar="VALUE")
+    q.add_argument("--os", choices=("linux", "windows"), default="linux", help="driver tables to use (default linux)")
+    q.add_argument("--json", action="store_true", help="print JSON")
+    q.add_argument("--matrix", metavar="DIR", help="use the compatibility matrix in DIR")
     return p
+
+
+def _matrix_query(args) -> int:
+    import json
+
+    from gpudoctor import lookup
+    from gpudoctor.matrix import MatrixError, load_matrix
+
+    try:
+        m = load_matrix(args.matrix) if args.matrix else load_matrix()
+        if args.kind == "cuda":
+            data = lookup.cuda_answer(m, args.value)
+        elif args.kind == "driver":
+            data = lookup.driver_answer(m, args.value, args.os)
+        else:
+            data = lookup.gpu_answer(m, args.value)
+    except (MatrixError, lookup.LookupFailed) as exc:
+        print(f"gpudoctor: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    sys.stdout.write(json.dumps(data, indent=2) + "\n" if args.json else lookup.render_text(data))
+    return EXIT_OK
 
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "install":
+        from gpudoctor.install.command import run
+
+        return run(args)
+    if args.command == "matrix":
+        return _matrix_query(args)
     if args.command != "check":
         build_parser().print_help()
         return EXIT_ERROR

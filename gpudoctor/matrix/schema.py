@@ -246,7 +246,7 @@ def _map_of(key: _Check, value: _Check) -> _Check:
 def _template(*placeholders: str) -> _Check:
     """A package-name template: only the given ``{placeholders}`` may appear."""
     def check(v: Any) -> Optional[str]:
-        if not isinstance(v, str) or not re.match(r"^[A-Za-z0-9._+{}\-]+$", v):
+        if not isinstance(v, str) or not re.match(r"^[A-Za-z0-9._+:{}\-]+$", v):
             return f"must be a package name (template), got {v!r}"
         used = set(re.findall(r"\{(\w*)\}", v))
         if used - set(placeholders):
@@ -304,7 +304,7 @@ _CUDA_SCHEMA: _Schema = {
     "max_sm": (_sm, True),
     "sms": (_sm_list, True),
     "latest_update": (_FULL, True),
-    "runfile_driver_linux": (_DRIVER, True),
+    "runfile_driver_linux": (_DRIVER_OPT, True),
     "msvc": (_list_of(_regex_str(re.compile(r"^20\d\d$"), "a Visual Studio year like '2022'")), True),
 }
 _CUDNN_SCHEMA: _Schema = {

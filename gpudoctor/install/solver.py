@@ -1,0 +1,348 @@
+"""Pick a consistent CUDA / cuDNN / TensorRT / PyTorch stack for one OS, GPU and driver.
+
+:func:`solve` walks the compatibility matrix newest-first and returns the first
+combination that satisfies every constraint below, or raises :class:`PlanError`
+with the reasons the pinned versions cannot work together. The constraints
+(each a function returning ``None`` or the reason it fails) are:
+
+* CUDA is published for the OS (``os.json``: ``cuda_min``..``cuda_max``);
+* nvcc of that CUDA accepts the GPU's target (``cuda.json``: ``sms``);
+* a kept driver runs it (Table 3 natively; a pinned CUDA may also run through
+  minor-version compatibility, Table 2, which the plan then says);
+* cuDNN / TensorRT lines list that CUDA (support matrices) and the GPU's
+  compute capability; TensorRT < 10 needs the cuDNN major it was built with;
+* a PyTorch wheel of the same CUDA major has SASS (or PTX to JIT) for the GPU,
+  a kept driver runs its CUDA, and it has a wheel for the OS's python3.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, List, Optional, Sequence, Tuple
+
+from packaging.version import Version
+
+from gpudoctor.matrix import (
+    CudaRelease, CudnnRelease, Matrix, OsInfo, TensorrtRelease, TorchBuild, TorchRelease, sm_of,
+)
+
+__all__ = ["GpuTarget", "Pins", "Plan", "PlanError", "Target", "solve", "parse_pin"]
+
+
+class PlanError(ValueError):
+    """No stack satisfies the pins; ``reasons`` lists why, one line each."""
+
+    def __init__(self, summary: str, reasons: Sequence[str] = ()) -> None:
+        self.summary = summary
+        self.reasons = tuple(reasons)
+        super().__init__(summary + "".join(f"\n  - {r}" for r in self.reasons))
+
+
+@dataclass(frozen=True)
+class GpuTarget:
+    """The GPU to plan for: its name as given or detected, and its compute capability ("8.9")."""
+
+    name: str
+    cc: str
+
+    @property
+    def sm(self) -> str:
+        return sm_of(self.cc)
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where the stack goes. ``driver`` is the installed driver version (None: unknown or none);
+    ``driver_action`` is "keep" (plan around it) or "install" (the plan installs a new one)."""
+
+    os: OsInfo
+    gpu: Optional[GpuTarget] = None
+    driver: Optional[str] = None
+    driver_action: str = "keep"
+
+    @property
+    def driver_os(self) -> str:
+        # Under WSL the driver is the Windows one, so Table 3's Windows column applies.
+        return "windows" if self.os.os in ("windows", "wsl-ubuntu") else "linux"
+
+
+@dataclass(frozen=True)
+class Pins:
+    """What the user asked for: ``None`` lets the solver choose ("auto"), "none" leaves a part out.
+
+    Versions are a major ("12") or "major.minor" ("12.4"). ``tensorrt`` and ``torch``
+    default to "none" (only installed when asked); "latest" picks the newest that fits.
+    """
+
+    cuda: Optional[str] = None
+    cudnn: Optional[str] = None
+    tensorrt: Optional[str] = "none"
+    torch: Optional[str] = "none"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A consistent stack. ``driver_min`` is the lowest driver that runs every part natively;
+    ``driver_branch`` the branch to install (None when the driver is kept or lives elsewhere);
+    ``driver_verdict`` how the kept driver runs CUDA ("native", "minor_version_compat", "unknown")."""
+
+    target: Target
+    cuda: CudaRelease
+    cudnn: Optional[CudnnRelease]
+    tensorrt: Optional[TensorrtRelease]
+    torch: Optional[TorchRelease]
+    torch_build: Optional[TorchBuild]
+    driver_min: str
+    driver_branch: Optional[str]
+    driver_verdict: str
+    notes: Tuple[str, ...] = field(default=())
+
+
+def parse_pin(text: Optional[str], what: str, allow_latest: bool = False) -> Optional[str]:
+    """Normalise a pin: None/"auto" -> None, "none" -> "none", "latest", "12" or "12.4" (from "12.4.1").
+
+    Raises PlanError for anything else (e.g. "twelve", "12.x.y")."""
+    if text is None or text.strip().lower() == "auto":
+        return None
+    t = text.strip().lower()
+    if t == "none" or (allow_latest and t == "latest"):
+        return t
+    parts = t.split(".")
+    if not all(p.isdigit() for p in parts) or not 1 <= len(parts) <= 4:
+        raise PlanError(f"--{what} {text!r} is not a version: use a major ('12'), 'major.minor' ('12.4')"
+                        + (", 'latest'" if allow_latest else "") + " or 'none'")
+    return ".".join(str(int(p)) for p in parts[:2])
+
+
+def _matches(pin: Optional[str], version: str) -> bool:
+    if pin in (None, "latest"):
+        return True
+    return version == pin or version.split(".")[0] == pin and "." not in pin
+
+
+def _v(text: str) -> Version:
+    return Version(text.replace(".x", ".999"))
+
+
+# --------------------------------------------------------------------------- constraints
+
+
+def cuda_on_os(os_: OsInfo, cuda: CudaRelease) -> Optional[str]:
+    if _v(cuda.cuda) < _v(os_.cuda_min) or (os_.cuda_max and _v(cuda.cuda) > _v(os_.cuda_max)):
+        upto = os_.cuda_max or "the newest"
+        return f"CUDA {cuda.cuda} is not published for {os_.os} (NVIDIA ships CUDA {os_.cuda_min} to {upto} there)"
+    return None
+
+
+def cuda_for_gpu(m: Matrix, gpu: Optional[GpuTarget], cuda: CudaRelease) -> Optional[str]:
+    if gpu is None or gpu.sm in cuda.sms:
+        return None
+    span = m.cuda_range_for_sm(gpu.sm)
+    hint = f"CUDA {span[0]} to {span[1]} can" if span else "no CUDA release in the matrix can"
+    return f"nvcc of CUDA {cuda.cuda} cannot build for {gpu.name} ({gpu.sm}); {hint}"
+
+
+def cuda_for_driver(m: Matrix, target: Target, cuda: str, allow_mvc: bool) -> Optional[str]:
+    if target.driver is None or target.driver_action == "install":
+        return None
+    verdict = m.driver_supports(target.driver, cuda, target.driver_os)
+    if verdict == "native" or verdict == "unknown" or (allow_mvc and verdict == "minor_version_compat"):
+        return None
+    rel = m.cuda_release(cuda)
+    need = rel.min_driver_linux if rel and target.driver_os == "linux" else (rel.min_driver_windows if rel else None)
+    newest = m.max_cuda_for_driver(target.driver, target.driver_os)
+    return (f"driver {target.driver} is too old for CUDA {cuda} (needs {need or 'a newer driver'}"
+            f"{'' if verdict == 'minor_version_compat' else ', or its minor-version-compatibility floor'}); "
+            f"it runs CUDA {newest or 'none'} natively. Use --driver install, or pin an older CUDA")
+
+
+def _in_cuda_range(lo: Optional[str], hi: Optional[str], majors: Sequence[int], cuda: CudaRelease) -> bool:
+    if cuda.major not in majors:
+        return False
+    if lo and _v(cuda.cuda) < _v(lo):
+        return False
+    if hi and not hi.endswith(".x") and _v(cuda.cuda) > _v(hi):
+        return False
+    return not (hi and hi.endswith(".x") and cuda.major > int(hi.split(".")[0]))
+
+
+def _sm_ok(gpu: Optional[GpuTarget], lo: Optional[str], hi: Optional[str]) -> bool:
+    if gpu is None:
+        return True
+    n = int(gpu.sm[3:])
+    return not ((lo and n < int(lo[3:].rstrip("af"))) or (hi and n > int(hi[3:].rstrip("af"))))
+
+
+def cudnn_fits(target: Target, cuda: CudaRelease, c: CudnnRelease) -> Optional[str]:
+    if not _in_cuda_range(c.cuda_min, c.cuda_max, c.cuda_majors, cuda):
+        return f"cuDNN {c.cudnn} supports CUDA {c.cuda_min or c.cuda_majors} to {c.cuda_max or 'x'}, not {cuda.cuda}"
+    if not _sm_ok(target.gpu, c.min_sm, None):
+        return f"cuDNN {c.cudnn} needs {c.min_sm} or newer; {target.gpu.name} is {target.gpu.sm}"
+    if target.os.family == "windows" and c.windows is False:
+        return f"cuDNN {c.cudnn} has no Windows build"
+    return None
+
+
+def tensorrt_fits(target: Target, cuda: CudaRelease, cudnn: Optional[CudnnRelease],
+                  t: TensorrtRelease) -> Optional[str]:
+    if not _in_cuda_range(t.cuda_min, t.cuda_max, t.cuda_majors, cuda):
+        return f"TensorRT {t.tensorrt} supports CUDA {t.cuda_min or t.cuda_majors} to {t.cuda_max or 'x'}, not {cuda.cuda}"
+    if not _sm_ok(target.gpu, t.min_sm, t.max_sm):
+        return f"TensorRT {t.tensorrt} supports {t.min_sm} to {t.max_sm}; {target.gpu.name} is {target.gpu.sm}"
+    if t.major < 10 and t.cudnn:
+        if cudnn is None:
+            return f"TensorRT {t.tensorrt} needs cuDNN {t.cudnn}"
+        if cudnn.major != int(t.cudnn.split(".")[0]):
+            return f"TensorRT {t.tensorrt} was built against cuDNN {t.cudnn}, not {cudnn.cudnn}"
+    if target.os.python and t.python and target.os.python not in t.python:
+        return f"TensorRT {t.tensorrt} has no bindings for {target.os.os}'s Python {target.os.python}"
+    if target.os.family == "windows" and t.windows is False:
+        return f"TensorRT {t.tensorrt} has no Windows build"
+    return None
+
+
+def torch_build_fits(m: Matrix, target: Target, tr: TorchRelease, b: TorchBuild, allow_mvc: bool) -> Optional[str]:
+    gpu = target.gpu
+    if gpu is not None and gpu.sm not in b.sass:
+        jit = [p for p in b.ptx if int(p[8:].rstrip("af")) <= int(gpu.sm[3:])]
+        if not jit:
+            return (f"torch {tr.torch}+cu{b.cuda.replace('.', '')} has no kernel image for {gpu.name} ({gpu.sm}): "
+                    f"SASS {', '.join(b.sass) or 'none'}")
+    if target.os.python and target.os.python not in tr.python:
+        return f"torch {tr.torch} has no wheel for {target.os.os}'s Python {target.os.python}"
+    return cuda_for_driver(m, target, b.cuda, allow_mvc)
+
+
+# --------------------------------------------------------------------------- search
+
+
+def _driver_need(target: Target, versions: Iterable[Optional[str]]) -> str:
+    known = [v for v in versions if v]
+    return max(known, key=Version) if known else "unknown"
+
+
+def _torch_candidates(m: Matrix, pin: Optional[str], cuda: CudaRelease) -> List[Tuple[TorchRelease, TorchBuild]]:
+    out = []
+    for tr in reversed(m.torch_releases()):
+        if not _matches(pin, tr.torch):
+            continue
+        same = [b for b in tr.builds if int(b.cuda.split(".")[0]) == cuda.major]
+        # Prefer the wheel built with this exact CUDA, then older minors (closest first), then newer ones.
+        same.sort(key=lambda b: (b.cuda != cuda.cuda, _v(b.cuda) > _v(cuda.cuda),
+                                 abs(_v(b.cuda).minor - cuda.minor)))
+        out.extend((tr, b) for b in same)
+    return out
+
+
+def _try_cuda(m: Matrix, target: Target, pins: Pins, cuda: CudaRelease, allow_mvc: bool,
+              why_cuda: List[str], why: List[str]) -> Optional[Plan]:
+    """The best plan built on ``cuda``; rejections go to ``why_cuda`` (CUDA itself) or ``why`` (the other parts)."""
+    for reason in (cuda_on_os(target.os, cuda), cuda_for_gpu(m, target.gpu, cuda),
+                   cuda_for_driver(m, target, cuda.cuda, allow_mvc)):
+        if reason:
+            why_cuda.append(reason)
+            return None
+
+    torches: List[Tuple[Optional[TorchRelease], Optional[TorchBuild]]] = [(None, None)]
+    if pins.torch != "none":
+        torches = []
+        for tr, b in _torch_candidates(m, pins.torch, cuda):
+            reason = torch_build_fits(m, target, tr, b, allow_mvc)
+            if reason:
+                why.append(reason)
+            else:
+                torches.append((tr, b))
+        if not torches:
+            why.append(f"no torch{' ' + pins.torch if pins.torch != 'latest' else ''} wheel fits CUDA {cuda.cuda}")
+            return None
+
+    for tr, b in torches:
+        cudnns: List[Optional[CudnnRelease]] = [None]
+        if pins.cudnn != "none":
+            cudnns = []
+            for c in reversed(m.cudnn_releases()):
+                if _matches(pins.cudnn, c.cudnn):
+                    reason = cudnn_fits(target, cuda, c)
+                    (why.append(reason) if reason else cudnns.append(c))
+            if b is not None and b.cudnn:  # one cuDNN on the machine: the one torch bundles, when it fits
+                cudnns.sort(key=lambda c: c.cudnn != b.cudnn)
+            if not cudnns:
+                continue
+        for cudnn in cudnns:
+            trts: List[Optional[TensorrtRelease]] = [None]
+            if pins.tensorrt != "none":
+                trts = []
+                for t in reversed(m.tensorrt_releases()):
+                    if _matches(pins.tensorrt, t.tensorrt):
+                        reason = tensorrt_fits(target, cuda, cudnn, t)
+                        (why.append(reason) if reason else trts.append(t))
+            if trts:
+                return _plan(m, target, cuda, cudnn, trts[0], tr, b)
+    return None
+
+
+def _plan(m: Matrix, target: Target, cuda: CudaRelease, cudnn: Optional[CudnnRelease],
+          trt: Optional[TensorrtRelease], tr: Optional[TorchRelease], b: Optional[TorchBuild]) -> Plan:
+    drv_os = target.driver_os
+    needs = [cuda.min_driver_linux if drv_os == "linux" else cuda.min_driver_windows]
+    if b is not None:
+        rel = m.cuda_release(b.cuda)
+        if rel is not None:
+            needs.append(rel.min_driver_linux if drv_os == "linux" else rel.min_driver_windows)
+    driver_min = _driver_need(target, needs)
+    notes: List[str] = []
+    verdict = "unknown"
+    if target.driver and target.driver_action == "keep":
+        verdicts = {m.driver_supports(target.driver, v, drv_os) for v in [cuda.cuda] + ([b.cuda] if b else [])}
+        verdict = "minor_version_compat" if "minor_version_compat" in verdicts else \
+            "unknown" if "unknown" in verdicts else "native"
+        if verdict == "minor_version_compat":
+            notes.append(f"driver {target.driver} runs CUDA {cuda.cuda} only through minor-version compatibility: "
+                         f"PTX newer than the driver cannot be JIT-compiled; driver {driver_min} or newer runs it natively")
+    branch = None
+    if target.driver_action == "install" and target.os.os not in ("wsl-ubuntu",):
+        base = cuda.runfile_driver_linux or cuda.min_driver_linux
+        branch = base.split(".")[0] if driver_min == "unknown" else max(base, driver_min, key=Version).split(".")[0]
+    if target.gpu is None:
+        notes.append("no GPU given or detected: the plan is not checked against a GPU's compute capability")
+    if b is not None and target.gpu is not None and target.gpu.sm not in b.sass:
+        notes.append(f"torch {tr.torch}+cu{b.cuda.replace('.', '')} has no SASS for {target.gpu.sm}: "
+                     f"kernels are JIT-compiled from PTX ({', '.join(b.ptx)}) on first use")
+    for name, rec, key in (("CUDA", cuda, "cuda"), ("cuDNN", cudnn, "cudnn"), ("TensorRT", trt, "tensorrt"),
+                           ("torch", tr, "torch")):
+        if rec is not None and rec.unconfirmed:
+            notes.append(f"{name} {getattr(rec, key)}: matrix fields not confirmed by a source: "
+                         f"{', '.join(rec.unconfirmed)}")
+    return Plan(target, cuda, cudnn, trt, tr, b, driver_min, branch, verdict, tuple(notes))
+
+
+def solve(m: Matrix, target: Target, pins: Pins = Pins()) -> Plan:
+    """The newest consistent stack for ``target`` under ``pins``.
+
+    Raises :class:`PlanError` naming the conflicts when nothing fits: an unknown
+    pinned version, a pin outside the OS's CUDA range, cuDNN 9 for CUDA 10.2, a
+    GPU the pinned CUDA cannot target, a kept driver too old, and so on.
+    """
+    for what, pin, rows, key in (("cuda", pins.cuda, m.cuda_releases(), "cuda"),
+                                 ("cudnn", pins.cudnn, m.cudnn_releases(), "cudnn"),
+                                 ("tensorrt", pins.tensorrt, m.tensorrt_releases(), "tensorrt"),
+                                 ("torch", pins.torch, m.torch_releases(), "torch")):
+        if pin not in (None, "none", "latest") and not any(_matches(pin, getattr(r, key)) for r in rows):
+            known = ", ".join(getattr(r, key) for r in rows)
+            raise PlanError(f"--{what} {pin}: not in the compatibility matrix", [f"known: {known}"])
+    candidates = [c for c in reversed(m.cuda_releases()) if _matches(pins.cuda, c.cuda)]
+    why_cuda: List[str] = []
+    why: List[str] = []
+    # Natively supported stacks first; minor-version compatibility only when the user pinned CUDA or torch.
+    passes = (False, True) if (pins.cuda or pins.torch not in (None, "none", "latest")) else (False,)
+    for allow_mvc in passes:
+        for cuda in candidates:
+            plan = _try_cuda(m, target, pins, cuda, allow_mvc, why_cuda, why)
+            if plan is not None:
+                return plan
+    # When some CUDA fitted OS, GPU and driver, the conflict is among the other parts: say those.
+    why = why or why_cuda
+    asked = ", ".join(f"{k} {v}" for k, v in vars(pins).items() if v not in (None, "none"))
+    gpu = f" on {target.gpu.name} ({target.gpu.sm})" if target.gpu else ""
+    drv = f" with driver {target.driver}" if target.driver and target.driver_action == "keep" else ""
+    raise PlanError(f"no consistent stack for {target.os.os}{gpu}{drv}" + (f" and {asked}" if asked else ""),
+                    list(dict.fromkeys(why))[:8])

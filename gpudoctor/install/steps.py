@@ -1,0 +1,217 @@
+"""Turn a :class:`~gpudoctor.install.solver.Plan` into install steps for its OS.
+
+A step is a title, commands and comments; :mod:`gpudoctor.install.formats`
+writes them as a shell script, a Dockerfile or a PowerShell script. Package
+names come from the matrix (``os.json`` repo and driver package, cuDNN ``apt``
+names, TensorRT/cuDNN ``pip`` names, torch ``index_url``), never from here.
+
+The traps the steps avoid, with their sources:
+
+* the ``cuda`` / ``cuda-drivers`` meta-packages (and old local .deb repos) pull
+  in a driver and can replace a newer one: only ``cuda-toolkit-X-Y`` is
+  installed when the driver is kept (CUDA Installation Guide for Linux, "Meta
+  Packages");
+* WSL: the Windows driver provides libcuda; installing a Linux driver inside
+  WSL breaks it (CUDA on WSL User Guide, "Step 3: Set Up a Linux Development
+  Environment");
+* stale ``LD_LIBRARY_PATH``/``PATH`` entries of another CUDA: the environment
+  lines drop every other ``/usr/local/cuda*`` entry before adding this one.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import List, Optional, Tuple
+
+from gpudoctor.install.solver import Plan
+
+__all__ = ["Step", "linux_steps", "windows_steps", "toolkit_package", "cuda_home", "pip_requirements"]
+
+
+@dataclass
+class Step:
+    """``root`` commands run as root (sh adds sudo), ``user`` ones as the user; ``notes`` become comments."""
+
+    title: str
+    root: List[str] = field(default_factory=list)
+    user: List[str] = field(default_factory=list)
+    notes: List[str] = field(default_factory=list)
+
+
+def toolkit_package(plan: Plan) -> str:
+    return f"cuda-toolkit-{plan.cuda.major}-{plan.cuda.minor}"
+
+
+def cuda_home(plan: Plan) -> str:
+    return f"/usr/local/cuda-{plan.cuda.cuda}"
+
+
+def _cudnn_packages(plan: Plan, rpm: bool) -> List[str]:
+    c = plan.cudnn
+    assert c is not None
+    names = [n.replace("{cuda_major}", str(plan.cuda.major)) for n in c.apt]
+    if rpm:
+        names = [n.replace("-dev", "-devel") for n in names]
+    version = c.apt_versions.get(str(plan.cuda.major))
+    if version and not rpm:
+        names = [f"{n}={version}" for n in names]
+    return names
+
+
+def pip_requirements(plan: Plan) -> List[Tuple[str, Optional[str]]]:
+    """(requirement, index URL or None) for the Python side of the plan, in install order."""
+    reqs: List[Tuple[str, Optional[str]]] = []
+    if plan.torch is not None and plan.torch_build is not None:
+        reqs.append((f"torch=={plan.torch.torch}.*", plan.torch_build.index_url))
+    if plan.tensorrt is not None:
+        cu = f"tensorrt-cu{plan.cuda.major}"
+        name = cu if cu in plan.tensorrt.pip else (plan.tensorrt.pip[0] if plan.tensorrt.pip else None)
+        if name:
+            reqs.append((f"{name}=={plan.tensorrt.tensorrt}.*", None))
+    return reqs
+
+
+def _repo_step(plan: Plan) -> Step:
+    os_ = plan.target.os
+    if os_.family == "rhel":
+        return Step("NVIDIA's CUDA repository", [
+            f"dnf config-manager --add-repo {os_.keyring}",
+            "dnf clean expire-cache",
+        ], notes=["dnf config-manager comes with dnf-plugins-core."])
+    return Step("NVIDIA's CUDA repository (cuda-keyring)", [
+        "apt-get update",
+        "apt-get install -y --no-install-recommends ca-certificates curl",
+        f"curl -fsSL -o /tmp/cuda-keyring.deb {os_.keyring}",
+        "dpkg -i /tmp/cuda-keyring.deb",
+        "apt-get update",
+    ])
+
+
+def _driver_step(plan: Plan, docker: bool) -> Step:
+    t = plan.target
+    if docker:
+        return Step("Driver", notes=["Never install a driver in an image: it comes from the host through the NVIDIA "
+                                     f"Container Toolkit (run with --gpus all). The host needs driver {plan.driver_min} "
+                                     "or newer."])
+    if t.os.os == "wsl-ubuntu":
+        return Step("Driver (Windows host)", user=["nvidia-smi"], notes=[
+            "Under WSL the Windows driver provides libcuda: never install a Linux driver (nvidia-driver-*, cuda-drivers "
+            "or the `cuda` meta-package) inside WSL.",
+            f"On Windows, install NVIDIA driver {plan.driver_min} or newer "
+            "(https://www.nvidia.com/Download/index.aspx), then run `wsl --shutdown`.",
+        ])
+    if plan.driver_branch is None:
+        have = f"the installed driver {t.driver}" if t.driver else "the installed driver"
+        return Step("Driver (kept)", notes=[
+            f"Keeping {have}; CUDA {plan.cuda.cuda} needs {plan.driver_min} or newer.",
+            "Install only cuda-toolkit-X-Y: the `cuda` and `cuda-drivers` meta-packages (and older CUDA .deb/.rpm "
+            "local repos) pull in their own driver and can replace a newer one.",
+        ])
+    pkg = (t.os.driver_package or "nvidia-driver-{branch}").replace("{branch}", plan.driver_branch)
+    if t.os.family == "rhel":
+        root = ["dnf install -y kernel-devel-\"$(uname -r)\" kernel-headers-\"$(uname -r)\"",
+                f"dnf module install -y {pkg}" if ":" in pkg else f"dnf install -y {pkg}"]
+    else:
+        root = ["apt-get install -y linux-headers-\"$(uname -r)\"", f"apt-get install -y {pkg}"]
+    return Step(f"Driver {plan.driver_branch} (DKMS)", root, notes=[
+        f"CUDA {plan.cuda.cuda} needs driver {plan.driver_min} or newer.",
+        "Secure Boot: if `mokutil --sb-state` says enabled, DKMS signs the module with a MOK key; enroll it at the "
+        "next boot (blue MOK screen) or the module will not load.",
+        "Reboot after this step, before using the GPU.",
+    ])
+
+
+def _env_lines(plan: Plan) -> List[str]:
+    home = cuda_home(plan)
+    return [
+        "# Drop every other CUDA from the search paths (a stale one loads the wrong libraries), then add this one.",
+        "strip_cuda() { printf '%s' \"$1\" | tr ':' '\\n' | grep -v '^/usr/local/cuda' | paste -sd: -; }",
+        "rest_path=\"$(strip_cuda \"$PATH\")\"",
+        "rest_ld=\"$(strip_cuda \"${LD_LIBRARY_PATH:-}\")\"",
+        f"export CUDA_HOME={home}",
+        f"export PATH=\"{home}/bin${{rest_path:+:$rest_path}}\"",
+        f"export LD_LIBRARY_PATH=\"{home}/lib64${{rest_ld:+:$rest_ld}}\"",
+    ]
+
+
+def linux_steps(plan: Plan, docker: bool = False) -> List[Step]:
+    """Steps for a Debian/Ubuntu, RHEL or WSL-Ubuntu plan (``docker``: for an image, no driver, no sudo)."""
+    os_ = plan.target.os
+    rpm = os_.family == "rhel"
+    inst = "dnf install -y" if rpm else "apt-get install -y --no-install-recommends"
+    steps = [_repo_step(plan), _driver_step(plan, docker)]
+    steps.append(Step(f"CUDA {plan.cuda.cuda} toolkit", [f"{inst} {toolkit_package(plan)}"], notes=[
+        f"{toolkit_package(plan)} installs the compiler and libraries only, never a driver.",
+        f"Host compiler: nvcc {plan.cuda.cuda} accepts gcc <= {plan.cuda.max_gcc} and clang <= {plan.cuda.max_clang}.",
+    ]))
+    if plan.cudnn is not None:
+        steps.append(Step(f"cuDNN {plan.cudnn.cudnn} for CUDA {plan.cuda.major}",
+                          [f"{inst} {' '.join(_cudnn_packages(plan, rpm))}"]))
+    reqs = pip_requirements(plan)
+    if reqs:
+        py = "/opt/venv" if docker else "\"$HOME/.venvs/cuda-" + plan.cuda.cuda + "\""
+        venv_pkg = [] if rpm else [f"{inst} python3-venv"]
+        user = [f"python3 -m venv {py}", f"{py}/bin/python -m pip install --upgrade pip"]
+        for req, index in reqs:
+            user.append(f"{py}/bin/python -m pip install '{req}'" + (f" --index-url {index}" if index else ""))
+        notes = []
+        if plan.torch_build is not None:
+            notes.append(f"torch +cu{plan.torch_build.cuda.replace('.', '')} wheels bundle their own CUDA runtime"
+                         + (f" and cuDNN {plan.torch_build.cudnn}" if plan.torch_build.cudnn else "")
+                         + "; the system toolkit is for building your own code.")
+        steps.append(Step("Python packages (virtual environment)", venv_pkg, user, notes))
+    if not docker:
+        steps.append(Step("Environment (add to ~/.bashrc)", user=_env_lines(plan)))
+    steps.append(Step("Verify", user=(["nvcc --version"] if docker else ["nvcc --version", "gpudoctor check"])))
+    return steps
+
+
+def windows_steps(plan: Plan) -> List[Step]:
+    """PowerShell steps: driver, Visual Studio, CUDA installer, cuDNN zip, pip packages, PATH, verify."""
+    c = plan.cuda
+    ver = c.latest_update or f"{c.cuda}.0"
+    steps: List[Step] = []
+    if plan.target.driver_action == "install":
+        steps.append(Step("Driver", notes=[f"Install NVIDIA driver {plan.driver_min} or newer from "
+                                           "https://www.nvidia.com/Download/index.aspx and reboot."]))
+    else:
+        steps.append(Step("Driver (kept)", user=["nvidia-smi"], notes=[
+            f"CUDA {c.cuda} needs driver {plan.driver_min} or newer; the CUDA installer below leaves the driver alone "
+            "(its Display.Driver component is not selected)."]))
+    if c.msvc:
+        vs = c.msvc[-1]
+        steps.append(Step(f"Visual Studio {vs} C++ build tools (CUDA {c.cuda} supports {', '.join(c.msvc)})", user=[
+            f"winget install --id Microsoft.VisualStudio.{vs}.BuildTools --exact --override "
+            "'--add Microsoft.VisualStudio.Workload.VCTools --includeRecommended --passive --wait'"]))
+    url = f"https://developer.download.nvidia.com/compute/cuda/{ver}/network_installers/cuda_{ver}_windows_network.exe"
+    parts = " ".join(f"{p}_{c.cuda}" for p in ("nvcc", "cudart", "cublas", "cublas_dev", "nvrtc", "nvrtc_dev",
+                                                "visual_studio_integration"))
+    steps.append(Step(f"CUDA {c.cuda} toolkit", user=[
+        f"$installer = Join-Path $env:TEMP 'cuda_{ver}_windows_network.exe'",
+        f"Invoke-WebRequest -Uri '{url}' -OutFile $installer",
+        f"Start-Process -FilePath $installer -ArgumentList '-s {parts}' -Wait",
+    ], notes=["-s installs silently; listing components keeps the installer from touching the driver."]))
+    cuda_path = f"C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA\\v{c.cuda}"
+    if plan.cudnn is not None and plan.cudnn.latest:
+        zipname = f"cudnn-windows-x86_64-{plan.cudnn.latest}_cuda{c.major}-archive"
+        dest = f"C:\\Program Files\\NVIDIA\\CUDNN\\v{plan.cudnn.cudnn}"
+        steps.append(Step(f"cuDNN {plan.cudnn.cudnn}", user=[
+            f"# Download {zipname}.zip from https://developer.nvidia.com/cudnn-archive",
+            f"Expand-Archive -Path \"$env:USERPROFILE\\Downloads\\{zipname}.zip\" -DestinationPath '{dest}' -Force",
+            f"$cudnnBin = '{dest}\\{zipname}\\bin'",
+        ], notes=["The zip's bin folder must be on PATH (set below) so that cudnn64_*.dll is found."]))
+    reqs = pip_requirements(plan)
+    if reqs:
+        steps.append(Step("Python packages", user=[
+            f"py -m pip install '{req}'" + (f" --index-url {index}" if index else "") for req, index in reqs]))
+    env = [f"$cuda = '{cuda_path}'",
+           "[Environment]::SetEnvironmentVariable('CUDA_PATH', $cuda, 'Machine')",
+           "# Keep one CUDA on PATH: drop other toolkits' and cuDNN's folders, then add this one.",
+           "$rest = ([Environment]::GetEnvironmentVariable('Path', 'Machine') -split ';') | "
+           "Where-Object { $_ -and $_ -notlike '*NVIDIA GPU Computing Toolkit\\CUDA\\*' -and $_ -notlike '*NVIDIA\\CUDNN\\*' }",
+           "$new = @(\"$cuda\\bin\", \"$cuda\\libnvvp\")"]
+    if plan.cudnn is not None:
+        env.append("$new += $cudnnBin")
+    env.append("[Environment]::SetEnvironmentVariable('Path', (($new + $rest) -join ';'), 'Machine')")
+    steps.append(Step("Environment (machine PATH; needs an elevated PowerShell)", user=env))
+    steps.append(Step("Verify (in a new terminal)", user=["nvcc --version", "gpudoctor check"]))
+    return steps
