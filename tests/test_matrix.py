@@ -81,7 +81,7 @@ def test_cuda_releases_sorted_and_driver_non_decreasing(m):
     assert linux == sorted(linux), "toolkit driver must not decrease across releases"
     win = [Version(r.min_driver_windows) for r in rels if r.min_driver_windows]
     assert win == sorted(win)
-    expected = ["11.%d" % i for i in range(9)] + ["12.%d" % i for i in (0, 1, 2, 3, 4, 5, 6, 8, 9)] + ["13.0"]
+    expected = ["10.2"] + ["11.%d" % i for i in range(9)] + ["12.%d" % i for i in (0, 1, 2, 3, 4, 5, 6, 8, 9)] + ["13.0"]
     have = [r.cuda for r in rels]
     assert have[: len(expected)] == expected
 
@@ -110,6 +110,9 @@ def test_minor_version_compat_rows(m):
     assert m.minor_version_compat(10) is None
     for r in m.cuda_releases():  # the major's floor is never above a release's toolkit driver ...
         mvc = m.minor_version_compat(r.major)
+        if r.major == 10:  # minor version compatibility starts with CUDA 11
+            assert mvc is None
+            continue
         if r.cuda == "11.0":  # ... except 11.0, which shipped with an older driver (Table 2 footnote)
             assert Version(r.min_driver_linux) < Version(mvc.min_driver_linux)
             continue
@@ -118,9 +121,9 @@ def test_minor_version_compat_rows(m):
 
 def test_cudnn_and_tensorrt_rows(m):
     cudnn = [r.cudnn for r in m.cudnn_releases()]
-    assert cudnn[:10] == ["8.%d" % i for i in range(10)] and "9.0" in cudnn and "9.10" in cudnn
+    assert cudnn[:11] == ["7.6"] + ["8.%d" % i for i in range(10)] and "9.0" in cudnn and "9.10" in cudnn
     trt = [r.tensorrt for r in m.tensorrt_releases()]
-    assert trt[:3] == ["8.5", "8.6", "10.0"]
+    assert trt[:9] == ["7.0", "7.1", "7.2", "8.0", "8.2", "8.4", "8.5", "8.6", "10.0"]
     for rows in (m.cudnn_releases(), m.tensorrt_releases()):
         for r in rows:
             for v in (r.cuda_min, r.cuda_max):
@@ -258,10 +261,10 @@ def test_duplicate_release(tmp_path):
     d = _copy(tmp_path)
 
     def dup(doc):
-        doc["releases"].insert(5, dict(doc["releases"][5]))
+        doc["releases"].insert(6, dict(doc["releases"][6]))
 
     _edit(d, "cuda.json", dup)
-    with pytest.raises(MatrixError, match=r"^cuda\.json: releases\[6\]: duplicate cuda '11\.5'"):
+    with pytest.raises(MatrixError, match=r"^cuda\.json: releases\[7\]: duplicate cuda '11\.5'"):
         load_matrix(d)
 
 
@@ -292,8 +295,8 @@ def test_bad_version_and_type(tmp_path):
 
 def test_min_sm_not_in_sms(tmp_path):
     d = _copy(tmp_path)
-    _edit(d, "cuda.json", lambda doc: doc["releases"][0].__setitem__("min_sm", "sm_30"))
-    with pytest.raises(MatrixError, match=r"^cuda\.json: releases\[0\] \(cuda 11\.0\): field 'min_sm'"):
+    _edit(d, "cuda.json", lambda doc: doc["releases"][1].__setitem__("min_sm", "sm_30"))
+    with pytest.raises(MatrixError, match=r"^cuda\.json: releases\[1\] \(cuda 11\.0\): field 'min_sm'"):
         load_matrix(d)
 
 
@@ -311,7 +314,8 @@ def test_driver_queries(m):
     assert m.max_cuda_for_driver("535.104.05") == "12.2"
     assert m.max_cuda_for_driver("535.54.03") == "12.2"
     assert m.max_cuda_for_driver("535.54.02") == "12.1"
-    assert m.max_cuda_for_driver("440.33") is None
+    assert m.max_cuda_for_driver("440.33") == "10.2"
+    assert m.max_cuda_for_driver("418.39") is None
     assert m.max_cuda_for_driver("garbage") is None
     assert m.max_cuda_for_driver("536.25", os="windows") == "12.2"
     assert m.driver_supports("535.104.05", "12.4") == "minor_version_compat"
@@ -320,7 +324,9 @@ def test_driver_queries(m):
     assert m.driver_supports("550.54.14", "12.4") == "native"
     assert m.driver_supports("450.80.02", "11.8") == "minor_version_compat"
     assert m.driver_supports("450.51.06", "11.8") == "unsupported"
-    assert m.driver_supports("580.95.05", "10.2") == "unknown"
+    assert m.driver_supports("580.95.05", "10.2") == "native"
+    assert m.driver_supports("418.39", "10.2") == "unsupported"  # no minor version compatibility before 11
+    assert m.driver_supports("580.95.05", "10.1") == "unknown"
     assert m.driver_supports("nonsense", "12.4") == "unknown"
     assert m.driver_supports("596.00", "13.1", os="windows") == "unknown"  # Table 3 gives N/A
     assert m.driver_supports("570.00", "13.1", os="windows") == "unsupported"
@@ -347,14 +353,16 @@ def test_cudnn_tensorrt_lookup(m):
     newest9 = m.cudnn_releases()[-1]
     far = m.cudnn_release("9.99.0")
     assert far.cudnn == newest9.cudnn and far.exact is False
-    assert m.cudnn_release("7.6.5") is None
+    assert m.cudnn_release("7.6.5").cudnn == "7.6"
+    assert m.cudnn_release("6.0") is None
     t = m.tensorrt_release("10.3.0.26")
     assert t.tensorrt == "10.3" and t.exact
     assert m.tensorrt_release(100300).tensorrt == "10.3"
     assert m.tensorrt_release(8601).tensorrt == "8.6"
     near = m.tensorrt_release("8.9")
     assert near.tensorrt == "8.6" and near.exact is False
-    assert m.tensorrt_release("7.2") is None
+    assert m.tensorrt_release("7.2").tensorrt == "7.2"
+    assert m.tensorrt_release("6.0") is None
 
 
 GPU_NAMES = {
