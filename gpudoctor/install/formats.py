@@ -71,7 +71,11 @@ def _dockerfile(plan: Plan) -> str:
     out += [f"FROM {_BASE_IMAGES[os_id]}", "SHELL [\"/bin/bash\", \"-o\", \"pipefail\", \"-c\"]"]
     if plan.target.os.family == "debian":
         out.append("ENV DEBIAN_FRONTEND=noninteractive")
-    for step in linux_steps(plan, docker=True):
+    home = cuda_home(plan)
+    steps = linux_steps(plan, docker=True)
+    for step in steps:
+        if step.title == "Verify":  # after ENV, so that nvcc is on PATH
+            out += ["", f"ENV CUDA_HOME={home} PATH={home}/bin:/opt/venv/bin:${{PATH}} LD_LIBRARY_PATH={home}/lib64"]
         out.append("")
         out.append(f"# {step.title}")
         for note in step.notes:
@@ -79,9 +83,7 @@ def _dockerfile(plan: Plan) -> str:
         cmds = step.root + step.user
         if cmds:
             out.append("RUN " + " \\\n && ".join(cmds))
-    home = cuda_home(plan)
-    out += ["", f"ENV CUDA_HOME={home} PATH={home}/bin:/opt/venv/bin:${{PATH}} LD_LIBRARY_PATH={home}/lib64",
-            "# What the NVIDIA Container Toolkit exposes to the container.",
+    out += ["", "# What the NVIDIA Container Toolkit exposes to the container.",
             "ENV NVIDIA_VISIBLE_DEVICES=all NVIDIA_DRIVER_CAPABILITIES=compute,utility",
             f"ENV NVIDIA_REQUIRE_CUDA=\"cuda>={plan.cuda.cuda}\"", ""]
     return "\n".join(out)

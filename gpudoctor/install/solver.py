@@ -17,7 +17,7 @@ with the reasons the pinned versions cannot work together. The constraints
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Iterable, List, Optional, Sequence, Tuple
 
 from packaging.version import Version
 
@@ -215,9 +215,24 @@ def torch_build_fits(m: Matrix, target: Target, tr: TorchRelease, b: TorchBuild,
 # --------------------------------------------------------------------------- search
 
 
+def _ga_driver(m: Matrix, rel: CudaRelease, drv_os: str) -> Optional[str]:
+    """Table 3's driver for the release; where it lists none (Windows, CUDA >= 13.1), the major's Table 2 floor."""
+    ga = rel.min_driver_linux if drv_os == "linux" else rel.min_driver_windows
+    mvc = m.minor_version_compat(rel.major)
+    return ga or (mvc.min_driver_windows if mvc is not None and drv_os == "windows" else None)
+
+
 def _driver_need(target: Target, versions: Iterable[Optional[str]]) -> str:
     known = [v for v in versions if v]
     return max(known, key=Version) if known else "unknown"
+
+
+# A row whose existence or install facts are unconfirmed is only chosen when no confirmed row fits.
+_INSTALL_FACTS = frozenset({"latest", "cuda_majors", "pip"})
+
+
+def _confirmed_first(rows: List[Any]) -> List[Any]:
+    return sorted(rows, key=lambda r: r is not None and bool(_INSTALL_FACTS & set(r.unconfirmed)))
 
 
 def _torch_candidates(m: Matrix, pin: Optional[str], cuda: CudaRelease) -> List[Tuple[TorchRelease, TorchBuild]]:
@@ -263,6 +278,7 @@ def _try_cuda(m: Matrix, target: Target, pins: Pins, cuda: CudaRelease, allow_mv
                 if _matches(pins.cudnn, c.cudnn):
                     reason = cudnn_fits(target, cuda, c)
                     (why.append(reason) if reason else cudnns.append(c))
+            cudnns = _confirmed_first(cudnns)
             if b is not None and b.cudnn:  # one cuDNN on the machine: the one torch bundles, when it fits
                 cudnns.sort(key=lambda c: c.cudnn != b.cudnn)
             if not cudnns:
@@ -276,18 +292,18 @@ def _try_cuda(m: Matrix, target: Target, pins: Pins, cuda: CudaRelease, allow_mv
                         reason = tensorrt_fits(target, cuda, cudnn, t)
                         (why.append(reason) if reason else trts.append(t))
             if trts:
-                return _plan(m, target, cuda, cudnn, trts[0], tr, b)
+                return _plan(m, target, cuda, cudnn, _confirmed_first(trts)[0], tr, b)
     return None
 
 
 def _plan(m: Matrix, target: Target, cuda: CudaRelease, cudnn: Optional[CudnnRelease],
           trt: Optional[TensorrtRelease], tr: Optional[TorchRelease], b: Optional[TorchBuild]) -> Plan:
     drv_os = target.driver_os
-    needs = [cuda.min_driver_linux if drv_os == "linux" else cuda.min_driver_windows]
+    needs = [_ga_driver(m, cuda, drv_os)]
     if b is not None:
         rel = m.cuda_release(b.cuda)
         if rel is not None:
-            needs.append(rel.min_driver_linux if drv_os == "linux" else rel.min_driver_windows)
+            needs.append(_ga_driver(m, rel, drv_os))
     driver_min = _driver_need(target, needs)
     notes: List[str] = []
     verdict = "unknown"

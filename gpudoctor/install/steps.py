@@ -107,12 +107,17 @@ def _driver_step(plan: Plan, docker: bool) -> Step:
             "local repos) pull in their own driver and can replace a newer one.",
         ])
     pkg = (t.os.driver_package or "nvidia-driver-{branch}").replace("{branch}", plan.driver_branch)
+    notes = []
+    if t.gpu is not None and int(t.gpu.sm[3:]) < 75 and "-open" in pkg:
+        # NVIDIA's open kernel modules need Turing or newer; older GPUs need the proprietary flavour.
+        pkg = pkg.replace("-open", "-dkms" if ":" in pkg else "")
+        notes.append(f"{t.gpu.name} ({t.gpu.sm}) predates Turing: it needs the proprietary kernel modules, not -open.")
     if t.os.family == "rhel":
         root = ["dnf install -y kernel-devel-\"$(uname -r)\" kernel-headers-\"$(uname -r)\"",
                 f"dnf module install -y {pkg}" if ":" in pkg else f"dnf install -y {pkg}"]
     else:
         root = ["apt-get install -y linux-headers-\"$(uname -r)\"", f"apt-get install -y {pkg}"]
-    return Step(f"Driver {plan.driver_branch} (DKMS)", root, notes=[
+    return Step(f"Driver {plan.driver_branch} (DKMS)", root, notes=notes + [
         f"CUDA {plan.cuda.cuda} needs driver {plan.driver_min} or newer.",
         "Secure Boot: if `mokutil --sb-state` says enabled, DKMS signs the module with a MOK key; enroll it at the "
         "next boot (blue MOK screen) or the module will not load.",

@@ -1,0 +1,315 @@
+"""`gpudoctor install`: solver properties, generated scripts (real shellcheck, real bash), CLI errors.
+
+The property tests re-check every plan against the matrix with their own code
+(``_violations``), not the solver's constraint functions.
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+from packaging.version import Version
+
+from gpudoctor.cli import main
+from gpudoctor.install.formats import FormatError, render
+from gpudoctor.install.solver import GpuTarget, Pins, PlanError, Target, solve
+from gpudoctor.install.steps import linux_steps
+from gpudoctor.matrix import load_matrix
+
+M = load_matrix()
+ROOT = Path(__file__).resolve().parent.parent
+LINUX_OSES = [o for o in M.oses() if o.family != "windows"]
+
+
+def _v(text):
+    return Version(text.replace(".x", ".999"))
+
+
+def _in_range(lo, hi, majors, cuda):
+    major = int(cuda.split(".")[0])
+    if major not in majors or (lo and _v(cuda) < _v(lo)):
+        return False
+    if hi and hi.endswith(".x"):
+        return major <= int(hi.split(".")[0])
+    return not hi or _v(cuda) <= _v(hi)
+
+
+def _smn(sm):
+    return int(re.sub(r"[af]$", "", sm.split("_")[1]))
+
+
+def _violations(plan, pins):
+    """Every matrix constraint the plan breaks (empty: the plan is consistent)."""
+    t, c, bad = plan.target, plan.cuda, []
+    if _v(c.cuda) < _v(t.os.cuda_min) or (t.os.cuda_max and _v(c.cuda) > _v(t.os.cuda_max)):
+        bad.append("CUDA not published for the OS")
+    if t.gpu and t.gpu.sm not in c.sms:
+        bad.append("nvcc cannot target the GPU")
+    drv_os = "windows" if t.os.os in ("windows", "wsl-ubuntu") else "linux"
+    pinned = pins.cuda is not None or pins.torch not in (None, "none", "latest")
+    ok = {"native", "unknown"} | ({"minor_version_compat"} if pinned else set())
+    if t.driver and t.driver_action == "keep":
+        for v in [c.cuda] + ([plan.torch_build.cuda] if plan.torch_build else []):
+            if M.driver_supports(t.driver, v, drv_os) not in ok:
+                bad.append(f"kept driver cannot run CUDA {v}")
+    if pins.cuda and not (c.cuda == pins.cuda or ("." not in pins.cuda and c.cuda.split(".")[0] == pins.cuda)):
+        bad.append("CUDA pin ignored")
+    if plan.cudnn:
+        d = plan.cudnn
+        if not _in_range(d.cuda_min, d.cuda_max, d.cuda_majors, c.cuda):
+            bad.append("cuDNN does not support the CUDA")
+        if t.gpu and d.min_sm and t.gpu.sm and _smn(t.gpu.sm) < _smn(d.min_sm):
+            bad.append("cuDNN does not support the GPU")
+    elif pins.cudnn != "none":
+        bad.append("no cuDNN although wanted")
+    if plan.tensorrt:
+        r = plan.tensorrt
+        if not _in_range(r.cuda_min, r.cuda_max, r.cuda_majors, c.cuda):
+            bad.append("TensorRT does not support the CUDA")
+        if t.gpu and ((r.min_sm and _smn(t.gpu.sm) < _smn(r.min_sm)) or (r.max_sm and _smn(t.gpu.sm) > _smn(r.max_sm))):
+            bad.append("TensorRT does not support the GPU")
+        if int(r.tensorrt.split(".")[0]) < 10 and r.cudnn and (
+                not plan.cudnn or plan.cudnn.cudnn.split(".")[0] != r.cudnn.split(".")[0]):
+            bad.append("TensorRT < 10 without its cuDNN major")
+    elif pins.tensorrt != "none":
+        bad.append("no TensorRT although asked")
+    if plan.torch:
+        b = plan.torch_build
+        if b.cuda.split(".")[0] != str(c.major):
+            bad.append("torch wheel of another CUDA major")
+        if t.gpu and t.gpu.sm not in b.sass and not any(_smn(p.replace("compute", "sm")) <= _smn(t.gpu.sm) for p in b.ptx):
+            bad.append("torch has no kernel image for the GPU")
+        if t.os.python and t.os.python not in plan.torch.python:
+            bad.append("torch has no wheel for the OS python")
+    elif pins.torch != "none":
+        bad.append("no torch although asked")
+    return bad
+
+
+# ----------------------------------------------------------------------------- properties
+
+_drivers = st.one_of(st.none(), st.sampled_from(sorted({r.min_driver_linux for r in M.cuda_releases()}
+                                                       | {"535.104.05", "470.82.01", "390.48", "580.95.05"})))
+_gpus = st.one_of(st.none(), st.sampled_from([GpuTarget(g.example, g.cc) for g in M.gpus()]))
+_cuda_pins = st.one_of(st.none(), st.sampled_from([r.cuda for r in M.cuda_releases()] + ["11", "12", "13"]))
+_cudnn_pins = st.one_of(st.none(), st.just("none"), st.sampled_from([r.cudnn for r in M.cudnn_releases()] + ["8", "9"]))
+_trt_pins = st.one_of(st.just("none"), st.just("latest"), st.sampled_from([r.tensorrt for r in M.tensorrt_releases()]))
+_torch_pins = st.one_of(st.just("none"), st.just("latest"), st.sampled_from([r.torch for r in M.torch_releases()]))
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(os_=st.sampled_from(M.oses()), gpu=_gpus, driver=_drivers, action=st.sampled_from(["keep", "install"]),
+       cuda=_cuda_pins, cudnn=_cudnn_pins, trt=_trt_pins, torch=_torch_pins)
+def test_every_plan_satisfies_the_matrix(os_, gpu, driver, action, cuda, cudnn, trt, torch):
+    pins = Pins(cuda=cuda, cudnn=cudnn, tensorrt=trt, torch=torch)
+    try:
+        plan = solve(M, Target(os_, gpu, driver, action), pins)
+    except PlanError as exc:
+        assert exc.summary and str(exc)  # a refusal always says something
+        return
+    assert _violations(plan, pins) == []
+
+
+@settings(max_examples=200, deadline=None)
+@given(os_=st.sampled_from(M.oses()), gpu=_gpus, driver=_drivers)
+def test_unpinned_plan_is_the_newest_cuda_that_fits(os_, gpu, driver):
+    target = Target(os_, gpu, driver, "keep")
+    try:
+        plan = solve(M, target)
+    except PlanError:
+        plan = None
+    drv_os = "windows" if os_.os in ("windows", "wsl-ubuntu") else "linux"
+    for rel in M.cuda_releases():
+        if plan is not None and _v(rel.cuda) <= _v(plan.cuda.cuda):
+            continue
+        fits = (_v(os_.cuda_min) <= _v(rel.cuda) and (not os_.cuda_max or _v(rel.cuda) <= _v(os_.cuda_max))
+                and (gpu is None or gpu.sm in rel.sms)
+                and (driver is None or M.driver_supports(driver, rel.cuda, drv_os) in ("native", "unknown"))
+                and any(_in_range(d.cuda_min, d.cuda_max, d.cuda_majors, rel.cuda)
+                        and (gpu is None or not d.min_sm or _smn(gpu.sm) >= _smn(d.min_sm))
+                        and not (os_.family == "windows" and d.windows is False)
+                        for d in M.cudnn_releases()))
+        assert not fits, f"CUDA {rel.cuda} fits but the plan chose {plan.cuda.cuda if plan else 'nothing'}"
+
+
+# ----------------------------------------------------------------------------- known cases
+
+
+def _os(name):
+    return M.os_info(name)
+
+
+def test_kept_driver_535_gets_cuda_12_2():
+    plan = solve(M, Target(_os("ubuntu-22.04"), GpuTarget("NVIDIA A100-SXM4-80GB", "8.0"), "535.104.05"))
+    assert plan.cuda.cuda == "12.2" and plan.driver_verdict == "native" and plan.driver_branch is None
+
+
+def test_pinned_cuda_above_the_driver_runs_through_minor_version_compat():
+    plan = solve(M, Target(_os("ubuntu-22.04"), None, "535.104.05"), Pins(cuda="12.4"))
+    assert plan.driver_verdict == "minor_version_compat"
+    assert any("minor-version compatibility" in n for n in plan.notes)
+    with pytest.raises(PlanError, match="too old for CUDA 13"):
+        solve(M, Target(_os("ubuntu-22.04"), None, "535.104.05"), Pins(cuda="13"))
+
+
+def test_cudnn_9_for_cuda_10_2_is_refused_with_the_reason():
+    with pytest.raises(PlanError) as err:
+        solve(M, Target(_os("rhel-8")), Pins(cuda="10.2", cudnn="9"))
+    assert any(r.startswith("cuDNN 9.") and "not 10.2" in r for r in err.value.reasons)
+
+
+def test_blackwell_needs_cuda_12_8():
+    rtx5090 = GpuTarget("NVIDIA GeForce RTX 5090", M.gpu_by_name("NVIDIA GeForce RTX 5090").cc)
+    with pytest.raises(PlanError) as err:
+        solve(M, Target(_os("ubuntu-22.04"), rtx5090), Pins(cuda="11.8"))
+    assert "cannot build for NVIDIA GeForce RTX 5090 (sm_120)" in str(err.value)
+    assert _v(solve(M, Target(_os("ubuntu-22.04"), rtx5090)).cuda.cuda) >= _v("12.8")
+
+
+def test_unknown_pins_are_refused():
+    for pins in (Pins(cuda="12.7"), Pins(cudnn="6"), Pins(tensorrt="9"), Pins(torch="0.4")):
+        with pytest.raises(PlanError, match="not in the compatibility matrix"):
+            solve(M, Target(_os("ubuntu-22.04")), pins)
+
+
+def test_driver_install_picks_a_branch_that_runs_the_toolkit():
+    plan = solve(M, Target(_os("ubuntu-24.04"), GpuTarget("NVIDIA L4", "8.9"), None, "install"))
+    assert int(plan.driver_branch) >= int(plan.cuda.min_driver_linux.split(".")[0])
+    script = render(plan, "sh")
+    assert f"apt-get install -y nvidia-driver-{plan.driver_branch}-open" in script
+    assert "mokutil --sb-state" in script
+
+
+def test_pre_turing_gpu_gets_the_proprietary_driver():
+    v100 = GpuTarget("Tesla V100-SXM2-16GB", "7.0")
+    script = render(solve(M, Target(_os("ubuntu-22.04"), v100, None, "install")), "sh")
+    commands = [ln for ln in script.splitlines() if ln.startswith("$SUDO")]
+    assert any(re.fullmatch(r"\$SUDO apt-get install -y nvidia-driver-\d+", ln) for ln in commands), commands
+    assert not any("-open" in ln for ln in commands)
+
+
+# ----------------------------------------------------------------------------- generated scripts
+
+_CASES = [(o.os, major) for o in LINUX_OSES for major in sorted({r.major for r in M.cuda_releases()})
+          if any(r.major == major and _v(o.cuda_min) <= _v(r.cuda) and (not o.cuda_max or _v(r.cuda) <= _v(o.cuda_max))
+                 for r in M.cuda_releases())]
+
+
+@pytest.mark.parametrize("os_id,major", _CASES)
+def test_script_package_names_come_from_the_matrix(os_id, major):
+    os_ = _os(os_id)
+    plan = solve(M, Target(os_), Pins(cuda=str(major)))
+    script = render(plan, "sh")
+    assert plan.cuda.major == major
+    assert f"install -y{' --no-install-recommends' if os_.family == 'debian' else ''} cuda-toolkit-{major}-{plan.cuda.minor}\n" in script
+    assert os_.keyring in script and f"/repos/{os_.repo}/" in os_.keyring
+    for name in plan.cudnn.apt:
+        name = name.replace("{cuda_major}", str(major))
+        if os_.family == "rhel":
+            name = name.replace("-dev", "-devel")
+        assert re.search(rf"\s{re.escape(name)}(=|\s)", script), name
+    # never the meta-packages that bring a driver along
+    assert not re.search(r"install -y[^\n]*\s(cuda|cuda-drivers)(\s|$)", script)
+    if os_id == "wsl-ubuntu":
+        assert not re.search(r"^\$SUDO [^#\n]*(nvidia-driver|cuda-drivers)", script, re.M)
+
+
+@pytest.mark.skipif(shutil.which("shellcheck") is None and not os.environ.get("GPUDOCTOR_REQUIRE_REAL"),
+                    reason="shellcheck is not installed (.ci/install-real-parts installs it)")
+@pytest.mark.parametrize("os_id", [o.os for o in LINUX_OSES])
+@pytest.mark.parametrize("action", ["keep", "install"])
+def test_generated_scripts_pass_shellcheck(tmp_path, os_id, action):
+    plan = solve(M, Target(_os(os_id), GpuTarget("NVIDIA L4", "8.9"), None, action),
+                 Pins(tensorrt="latest" if os_id != "rhel-8" else "none"))
+    path = tmp_path / "install.sh"
+    path.write_text(render(plan, "sh"))
+    out = subprocess.run(["shellcheck", "--severity=style", str(path)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stdout
+
+
+def test_environment_lines_drop_a_stale_cuda(tmp_path):
+    plan = solve(M, Target(_os("ubuntu-22.04")), Pins(cuda="12.4"))
+    env = next(s for s in linux_steps(plan) if s.title.startswith("Environment"))
+    script = "\n".join(env.user + ['printf "%s\\n%s\\n" "$PATH" "$LD_LIBRARY_PATH"'])
+    stale = {"PATH": "/usr/local/cuda-11.8/bin:/usr/bin:/bin", "LD_LIBRARY_PATH": "/usr/local/cuda-11.8/lib64:/opt/x/lib"}
+    out = subprocess.run(["bash", "-c", script], env=stale, capture_output=True, text=True, timeout=30)
+    path, ld = out.stdout.splitlines()
+    assert path == "/usr/local/cuda-12.4/bin:/usr/bin:/bin"
+    assert ld == "/usr/local/cuda-12.4/lib64:/opt/x/lib"
+    out = subprocess.run(["bash", "-c", script], env={"PATH": "/usr/bin:/bin"}, capture_output=True, text=True, timeout=30)
+    assert out.stdout.splitlines()[1] == "/usr/local/cuda-12.4/lib64"  # no empty entry (= current directory)
+
+
+def test_dockerfile_and_powershell():
+    plan = solve(M, Target(_os("debian-12"), GpuTarget("NVIDIA H100 80GB HBM3", "9.0")), Pins(cuda="12"))
+    df = render(plan, "dockerfile")
+    assert df.splitlines()[0] == "# syntax=docker/dockerfile:1" and "FROM debian:12" in df
+    assert "nvidia-driver" not in df and "cuda-drivers" not in df
+    assert df.index("ENV CUDA_HOME") < df.index("RUN nvcc --version")
+    win = solve(M, Target(_os("windows"), GpuTarget("NVIDIA GeForce RTX 4090", "8.9")), Pins(cuda="12.4"))
+    ps1 = render(win, "ps1")
+    assert f"cuda_{win.cuda.latest_update}_windows_network.exe" in ps1
+    assert f"Microsoft.VisualStudio.{win.cuda.msvc[-1]}.BuildTools" in ps1
+    assert "Display.Driver" not in ps1.split("-ArgumentList")[1].split("\n")[0]
+    with pytest.raises(FormatError):
+        render(win, "dockerfile")
+    with pytest.raises(FormatError):
+        render(win, "sh")
+    with pytest.raises(FormatError):
+        render(plan, "ps1")
+
+
+def test_wsl_never_installs_a_linux_driver():
+    script = render(solve(M, Target(_os("wsl-ubuntu"), None, None, "install")), "sh")
+    commands = [ln for ln in script.splitlines() if ln and not ln.startswith("#")]
+    assert not any(re.search(r"nvidia-driver|cuda-drivers|linux-headers", ln) for ln in commands)
+    assert "never install a Linux driver" in script
+
+
+# ----------------------------------------------------------------------------- command line
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--os", "ubuntu-22.04", "--cuda", "twelve"], "is not a version"),
+    (["--os", "ubuntu-22.04", "--cuda", "12.7"], "not in the compatibility matrix"),
+    (["--os", "plan9"], "not a supported target"),
+    (["--os", "ubuntu-22.04", "--gpu", "RTX 9999"], "no GPU in the matrix matches"),
+    (["--os", "windows", "--format", "dockerfile"], "builds Linux images"),
+    (["--os", "ubuntu-22.04", "--cuda", "10.2"], "not published for ubuntu-22.04"),
+    (["--os", "rhel-8", "--cuda", "10.2", "--cudnn", "9"], "cuDNN 9."),
+    (["--os", "ubuntu-22.04", "--driver-version", "470.82.01", "--cuda", "12.4"], "too old for CUDA 12.4"),
+])
+def test_bad_requests_exit_2(capsys, argv, message):
+    assert main(["install", "--driver-version", "550.54.14"] + argv if "--driver-version" not in argv
+                else ["install"] + argv) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and message in err
+
+
+def test_from_check_garbage_report_exits_2(tmp_path, capsys):
+    bad = tmp_path / "report.json"
+    bad.write_bytes(b"\x00\xff not json")
+    assert main(["install", "--from-check", str(bad)]) == 2
+    assert "cannot read a gpudoctor JSON report" in capsys.readouterr().err
+    bad.write_text(json.dumps({"findings": []}))
+    assert main(["install", "--from-check", str(bad)]) == 2
+
+
+def test_from_check_plans_for_the_h100_report(capsys):
+    report = ROOT / "docs" / "examples" / "h100-check.json"
+    assert main(["install", "--from-check", str(report), "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["os"] == "ubuntu-24.04" and plan["gpu"]["sm"] == "sm_90"
+    assert plan["driver"]["installed"] == "580.159.04" and plan["driver"]["action"] == "keep"
+    assert plan["cuda"]["version"].startswith("13.") and plan["torch"] is not None  # torch was installed there
+    assert any("cudnn.mismatch" in n for n in plan["notes"])
+
+
+def test_plan_for_this_machine(capsys):
+    assert main(["install", "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["os"] == "debian-12"  # CI and this machine are Debian 12
