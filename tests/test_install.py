@@ -83,7 +83,7 @@ def _violations(plan, pins):
             bad.append("torch wheel of another CUDA major")
         if t.gpu and t.gpu.sm not in b.sass and not any(_smn(p.replace("compute", "sm")) <= _smn(t.gpu.sm) for p in b.ptx):
             bad.append("torch has no kernel image for the GPU")
-        if t.os.python and t.os.python not in plan.torch.python:
+        if t.python and t.python not in plan.torch.python:
             bad.append("torch has no wheel for the OS python")
     elif pins.torch != "none":
         bad.append("no torch although asked")

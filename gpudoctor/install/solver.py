@@ -58,6 +58,12 @@ class Target:
     gpu: Optional[GpuTarget] = None
     driver: Optional[str] = None
     driver_action: str = "keep"
+    #: Python the wheels are for ("3.12"); None: the OS's python3 (``os.json``).
+    python_version: Optional[str] = None
+
+    @property
+    def python(self) -> Optional[str]:
+        return self.python_version or self.os.python
 
     @property
     def driver_os(self) -> str:
@@ -193,8 +199,8 @@ def tensorrt_fits(target: Target, cuda: CudaRelease, cudnn: Optional[CudnnReleas
             return f"TensorRT {t.tensorrt} needs cuDNN {t.cudnn}"
         if cudnn.major != int(t.cudnn.split(".")[0]):
             return f"TensorRT {t.tensorrt} was built against cuDNN {t.cudnn}, not {cudnn.cudnn}"
-    if target.os.python and t.python and target.os.python not in t.python:
-        return f"TensorRT {t.tensorrt} has no bindings for {target.os.os}'s Python {target.os.python}"
+    if target.python and t.python and target.python not in t.python:
+        return f"TensorRT {t.tensorrt} has no bindings for Python {target.python}"
     if target.os.family == "windows" and t.windows is False:
         return f"TensorRT {t.tensorrt} has no Windows build"
     return None
@@ -207,8 +213,8 @@ def torch_build_fits(m: Matrix, target: Target, tr: TorchRelease, b: TorchBuild,
         if not jit:
             return (f"torch {tr.torch}+cu{b.cuda.replace('.', '')} has no kernel image for {gpu.name} ({gpu.sm}): "
                     f"SASS {', '.join(b.sass) or 'none'}")
-    if target.os.python and target.os.python not in tr.python:
-        return f"torch {tr.torch} has no wheel for {target.os.os}'s Python {target.os.python}"
+    if target.python and target.python not in tr.python:
+        return f"torch {tr.torch} has no wheel for Python {target.python}"
     return cuda_for_driver(m, target, b.cuda, allow_mvc)
 
 

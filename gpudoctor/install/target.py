@@ -104,7 +104,9 @@ def target_from(m: Matrix, facts: Mapping[str, Any], os_id: Optional[str], gpu: 
     gpu_t = resolve_gpu(m, gpu if gpu is not None else ("auto" if local else None), facts if local else {})
     if driver not in ("keep", "install"):
         raise PlanError(f"--driver {driver!r}: use keep or install")
-    return Target(info, gpu_t, version, driver)
+    py = ((facts.get("platform") or {}).get("python") or {}).get("version") if local else None
+    python = ".".join(py.split(".")[:2]) if isinstance(py, str) and py.count(".") >= 1 else None
+    return Target(info, gpu_t, version, driver, python if info.family != "windows" or local else None)
 
 
 def findings_to_fix(report: Mapping[str, Any]) -> List[str]:
