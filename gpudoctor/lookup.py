@@ -17,6 +17,7 @@ from typing import Any, Dict, List, Optional
 
 from packaging.version import Version
 
+from gpudoctor.fatbin import coverage
 from gpudoctor.matrix import Matrix, sm_of
 
 __all__ = ["LookupFailed", "cuda_answer", "driver_answer", "gpu_answer", "render_text"]
@@ -99,12 +100,9 @@ def gpu_answer(m: Matrix, name: str) -> Dict[str, Any]:
     for t in m.torch_releases():
         for b in t.builds:
             tag = f"{t.torch}+cu{b.cuda.replace('.', '')}"
-            if sm in b.sass:
-                sass.append(tag)
-            elif any(int(p[8:].rstrip("af")) <= n for p in b.ptx):
-                ptx_only.append(tag)
-            else:
-                none.append(tag)
+            # The loader's own rules: SASS runs on later minors of its major, 'a' targets only on their CC.
+            verdict = coverage({"sass": list(b.sass), "ptx": list(b.ptx)}, info.cc).verdict
+            {"sass": sass, "ptx_jit": ptx_only}.get(verdict, none).append(tag)
     return {
         "query": {"gpu": name},
         "matched": info.example, "compute_capability": info.cc, "sm": sm,

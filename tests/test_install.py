@@ -42,6 +42,24 @@ def _smn(sm):
     return int(re.sub(r"[af]$", "", sm.split("_")[1]))
 
 
+def _torch_runs(build, cc):
+    """CUDA's loader rules, written out here: SASS sm_XY runs on CC X.Z for Z >= Y (arch-specific 'a' only on
+    X.Y, family 'f' on the same major); PTX compute_XY JITs on any CC >= X.Y ('a' PTX only on X.Y, 'f' PTX within the major)."""
+    major, minor = (int(x) for x in cc.split("."))
+    for s in build.sass:
+        m = re.fullmatch(r"sm_(\d+)(\d)([af]?)", s)
+        ma, mi, suf = int(m.group(1)), int(m.group(2)), m.group(3)
+        if (suf == "a" and (ma, mi) == (major, minor)) or (suf != "a" and ma == major and minor >= mi):
+            return True
+    for p in build.ptx:
+        m = re.fullmatch(r"compute_(\d+)(\d)([af]?)", p)
+        ma, mi, suf = int(m.group(1)), int(m.group(2)), m.group(3)
+        if ((suf == "a" and (ma, mi) == (major, minor)) or (suf == "f" and ma == major and minor >= mi)
+                or (not suf and (major, minor) >= (ma, mi))):
+            return True
+    return False
+
+
 def _violations(plan, pins):
     """Every matrix constraint the plan breaks (empty: the plan is consistent)."""
     t, c, bad = plan.target, plan.cuda, []
@@ -81,7 +99,7 @@ def _violations(plan, pins):
         b = plan.torch_build
         if b.cuda.split(".")[0] != str(c.major):
             bad.append("torch wheel of another CUDA major")
-        if t.gpu and t.gpu.sm not in b.sass and not any(_smn(p.replace("compute", "sm")) <= _smn(t.gpu.sm) for p in b.ptx):
+        if t.gpu and not _torch_runs(b, t.gpu.cc):
             bad.append("torch has no kernel image for the GPU")
         if t.python and t.python not in plan.torch.python:
             bad.append("torch has no wheel for the OS python")

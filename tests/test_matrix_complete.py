@@ -256,10 +256,15 @@ def test_cuda_arch_and_family_variants_have_their_plain_target(m):
                     assert V(r.cuda) >= V("12.9"), f"CUDA {r.cuda}: family-specific {s} before 12.9"
 
 
+# Targets nvcc lists without any public product or architecture name: sm_88 appears in
+# `nvcc --list-gpu-code` of CUDA 13.0 (checked on /usr/local/cuda here) with no GPU documented for it.
+UNDOCUMENTED_SMS = {"sm_88"}
+
+
 def test_every_cuda_target_has_an_architecture_family(m):
     missing = set()
     for r in m.cuda_releases():
-        for s in _plain(r.sms):
+        for s in set(_plain(r.sms)) - UNDOCUMENTED_SMS:
             n = _num(s)
             cc = f"{n // 10}.{n % 10}"
             if m.family(cc) is None:

@@ -21,6 +21,7 @@ from typing import Any, Iterable, List, Optional, Sequence, Tuple
 
 from packaging.version import Version
 
+from gpudoctor.fatbin import coverage
 from gpudoctor.matrix import (
     CudaRelease, CudnnRelease, Matrix, OsInfo, TensorrtRelease, TorchBuild, TorchRelease, sm_of,
 )
@@ -206,12 +207,14 @@ def tensorrt_fits(target: Target, cuda: CudaRelease, cudnn: Optional[CudnnReleas
     return None
 
 
+def _torch_coverage(b: TorchBuild, gpu: GpuTarget):
+    return coverage({"sass": list(b.sass), "ptx": list(b.ptx)}, gpu.cc)
+
+
 def torch_build_fits(m: Matrix, target: Target, tr: TorchRelease, b: TorchBuild, allow_mvc: bool) -> Optional[str]:
     gpu = target.gpu
-    if gpu is not None and gpu.sm not in b.sass:
-        jit = [p for p in b.ptx if int(p[8:].rstrip("af")) <= int(gpu.sm[3:])]
-        if not jit:
-            return (f"torch {tr.torch}+cu{b.cuda.replace('.', '')} has no kernel image for {gpu.name} ({gpu.sm}): "
+    if gpu is not None and _torch_coverage(b, gpu).verdict == "none":
+        return (f"torch {tr.torch}+cu{b.cuda.replace('.', '')} has no kernel image for {gpu.name} ({gpu.sm}): "
                     f"SASS {', '.join(b.sass) or 'none'}")
     if target.python and target.python not in tr.python:
         return f"torch {tr.torch} has no wheel for Python {target.python}"
@@ -326,7 +329,7 @@ def _plan(m: Matrix, target: Target, cuda: CudaRelease, cudnn: Optional[CudnnRel
         branch = base.split(".")[0] if driver_min == "unknown" else max(base, driver_min, key=Version).split(".")[0]
     if target.gpu is None:
         notes.append("no GPU given or detected: the plan is not checked against a GPU's compute capability")
-    if b is not None and target.gpu is not None and target.gpu.sm not in b.sass:
+    if b is not None and target.gpu is not None and _torch_coverage(b, target.gpu).verdict == "ptx_jit":
         notes.append(f"torch {tr.torch}+cu{b.cuda.replace('.', '')} has no SASS for {target.gpu.sm}: "
                      f"kernels are JIT-compiled from PTX ({', '.join(b.ptx)}) on first use")
     for name, rec, key in (("CUDA", cuda, "cuda"), ("cuDNN", cudnn, "cudnn"), ("TensorRT", trt, "tensorrt"),
