@@ -331,3 +331,33 @@ def test_plan_for_this_machine(capsys):
     assert main(["install", "--json"]) == 0
     plan = json.loads(capsys.readouterr().out)
     assert plan["os"] == "debian-12"  # CI and this machine are Debian 12
+
+
+# ----------------------------------------------------------------------------- pip-only stacks
+
+
+@pytest.mark.parametrize("cuda,names", [
+    ("11.8", ["nvidia-cuda-runtime-cu11==11.8.*", "nvidia-cudnn-cu11=="]),
+    ("12.4", ["nvidia-cuda-runtime-cu12==12.4.*", "nvidia-cuda-nvrtc-cu12==12.4.*", "nvidia-cudnn-cu12=="]),
+    ("13.0", ["nvidia-cuda-runtime==13.0.*", "nvidia-cuda-nvrtc==13.0.*", "nvidia-cudnn-cu13=="]),
+])
+def test_pip_only_wheel_names_follow_the_matrix(cuda, names):
+    plan = solve(M, Target(_os("ubuntu-22.04"), GpuTarget("NVIDIA L4", "8.9")), Pins(cuda=cuda, pip_only=True))
+    script = render(plan, "sh")
+    for name in names:
+        assert f"install '{name}" in script, name
+    commands = "\n".join(ln for ln in script.splitlines() if not ln.startswith("#"))
+    assert "-cu13" not in commands.replace("nvidia-cudnn-cu13", "")  # CUDA 13 wheels have no suffix (placeholders)
+    assert "cuda-toolkit" not in script and "cuda-keyring" not in script
+
+
+def test_pip_only_refuses_cuda_without_wheels():
+    with pytest.raises(PlanError, match="no nvidia-cuda-runtime wheels"):
+        solve(M, Target(_os("ubuntu-20.04")), Pins(cuda="11.2", pip_only=True))
+
+
+def test_pip_only_with_torch_leaves_cuda_wheels_to_torch():
+    plan = solve(M, Target(_os("ubuntu-22.04"), GpuTarget("NVIDIA L4", "8.9")), Pins(torch="latest", pip_only=True))
+    script = render(plan, "sh")
+    assert f"--index-url {plan.torch_build.index_url}" in script
+    assert "nvidia-cuda-runtime" not in script and "nvidia-cudnn" not in script

@@ -7,6 +7,7 @@ from typing import Any, Dict, List, Optional
 
 from gpudoctor.install.formats import FormatError, render
 from gpudoctor.install.solver import Pins, Plan, PlanError, parse_pin, solve
+from gpudoctor.install.steps import pip_requirements
 from gpudoctor.install.target import detect_facts, findings_to_fix, target_from
 
 __all__ = ["add_arguments", "run", "plan_to_dict"]
@@ -22,6 +23,8 @@ def add_arguments(p) -> None:
     p.add_argument("--cudnn", metavar="N", help="cuDNN major or major.minor, or 'none' (default: newest that fits)")
     p.add_argument("--tensorrt", metavar="N", default="none", help="TensorRT major or major.minor, 'latest' or 'none' (default)")
     p.add_argument("--torch", metavar="X.Y", default="none", help="PyTorch version, 'latest' or 'none' (default)")
+    p.add_argument("--pip-only", action="store_true",
+                   help="only pip wheels in a virtual environment (nvidia-*-cuXX, torch, tensorrt-cuXX): no toolkit")
     p.add_argument("--driver", choices=("keep", "install"), default="keep",
                    help="keep the installed driver (default) or install one that runs the stack")
     p.add_argument("--driver-version", metavar="VER", help="plan around this driver instead of the detected one")
@@ -46,6 +49,8 @@ def plan_to_dict(plan: Plan) -> Dict[str, Any]:
         "tensorrt": {"version": plan.tensorrt.tensorrt, "latest": plan.tensorrt.latest} if plan.tensorrt else None,
         "torch": {"version": plan.torch.torch, "cuda": plan.torch_build.cuda, "index_url": plan.torch_build.index_url}
         if plan.torch and plan.torch_build else None,
+        "pip_only": plan.pip_only,
+        "pip": [{"requirement": r, "index_url": i} for r, i in pip_requirements(plan)],
         "notes": list(plan.notes),
     }
 
@@ -103,7 +108,7 @@ def run(args) -> int:
         target = target_from(m, facts, args.os, args.gpu, args.driver, args.driver_version)
         pins = Pins(cuda=parse_pin(args.cuda, "cuda"), cudnn=parse_pin(args.cudnn, "cudnn"),
                     tensorrt=parse_pin(args.tensorrt, "tensorrt", allow_latest=True),
-                    torch=parse_pin(args.torch, "torch", allow_latest=True))
+                    torch=parse_pin(args.torch, "torch", allow_latest=True), pip_only=args.pip_only)
         plan = solve(m, target, pins)
         if fixing:
             plan = _with_note(plan, "fixes what `gpudoctor check` reported: " + ", ".join(fixing))

@@ -26,7 +26,7 @@ class FormatError(ValueError):
 
 def summary(plan: Plan) -> str:
     """One line: what the plan installs, for whom."""
-    parts = [f"CUDA {plan.cuda.cuda}"]
+    parts = [f"CUDA {plan.cuda.cuda}" + (" wheels (pip only)" if plan.pip_only else "")]
     if plan.cudnn:
         parts.append(f"cuDNN {plan.cudnn.cudnn}")
     if plan.tensorrt:
@@ -74,7 +74,7 @@ def _dockerfile(plan: Plan) -> str:
     home = cuda_home(plan)
     steps = linux_steps(plan, docker=True)
     for step in steps:
-        if step.title == "Verify":  # after ENV, so that nvcc is on PATH
+        if step.title == "Verify" and not plan.pip_only:  # after ENV, so that nvcc is on PATH
             out += ["", f"ENV CUDA_HOME={home} PATH={home}/bin:/opt/venv/bin:${{PATH}} LD_LIBRARY_PATH={home}/lib64"]
         out.append("")
         out.append(f"# {step.title}")

@@ -84,6 +84,8 @@ class Pins:
     cudnn: Optional[str] = None
     tensorrt: Optional[str] = "none"
     torch: Optional[str] = "none"
+    #: Only pip wheels (nvidia-*-cuXX, torch, tensorrt-cuXX) in a virtual environment: no toolkit, no repository.
+    pip_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -102,6 +104,9 @@ class Plan:
     driver_branch: Optional[str]
     driver_verdict: str
     notes: Tuple[str, ...] = field(default=())
+    pip_only: bool = False
+    #: Suffix of the CUDA wheels in a pip-only plan ("-cu12"; "" from CUDA 13).
+    pip_suffix: Optional[str] = None
 
 
 def parse_pin(text: Optional[str], what: str, allow_latest: bool = False) -> Optional[str]:
@@ -179,7 +184,20 @@ def _sm_ok(gpu: Optional[GpuTarget], lo: Optional[str], hi: Optional[str]) -> bo
     return not ((lo and n < int(lo[3:].rstrip("af"))) or (hi and n > int(hi[3:].rstrip("af"))))
 
 
-def cudnn_fits(target: Target, cuda: CudaRelease, c: CudnnRelease) -> Optional[str]:
+def cuda_as_wheels(m: Matrix, cuda: CudaRelease) -> Optional[str]:
+    if m.pip_suffix(cuda.cuda) is None:
+        return f"CUDA {cuda.cuda} has no nvidia-cuda-runtime wheels on PyPI"
+    return None
+
+
+def _pip_name(names: Sequence[str], stem: str, cuda_major: int) -> Optional[str]:
+    want = f"{stem}-cu{cuda_major}"
+    return want if want in names else None
+
+
+def cudnn_fits(target: Target, cuda: CudaRelease, c: CudnnRelease, pip_only: bool = False) -> Optional[str]:
+    if pip_only and not _pip_name(c.pip, "nvidia-cudnn", cuda.major):
+        return f"cuDNN {c.cudnn} has no nvidia-cudnn-cu{cuda.major} wheel"
     if not _in_cuda_range(c.cuda_min, c.cuda_max, c.cuda_majors, cuda):
         return f"cuDNN {c.cudnn} supports CUDA {c.cuda_min or c.cuda_majors} to {c.cuda_max or 'x'}, not {cuda.cuda}"
     if not _sm_ok(target.gpu, c.min_sm, None):
@@ -190,7 +208,9 @@ def cudnn_fits(target: Target, cuda: CudaRelease, c: CudnnRelease) -> Optional[s
 
 
 def tensorrt_fits(target: Target, cuda: CudaRelease, cudnn: Optional[CudnnRelease],
-                  t: TensorrtRelease) -> Optional[str]:
+                  t: TensorrtRelease, pip_only: bool = False) -> Optional[str]:
+    if pip_only and not _pip_name(t.pip, "tensorrt", cuda.major):
+        return f"TensorRT {t.tensorrt} has no tensorrt-cu{cuda.major} wheel"
     if not _in_cuda_range(t.cuda_min, t.cuda_max, t.cuda_majors, cuda):
         return f"TensorRT {t.tensorrt} supports CUDA {t.cuda_min or t.cuda_majors} to {t.cuda_max or 'x'}, not {cuda.cuda}"
     if not _sm_ok(target.gpu, t.min_sm, t.max_sm):
@@ -260,7 +280,8 @@ def _torch_candidates(m: Matrix, pin: Optional[str], cuda: CudaRelease) -> List[
 def _try_cuda(m: Matrix, target: Target, pins: Pins, cuda: CudaRelease, allow_mvc: bool,
               why_cuda: List[str], why: List[str]) -> Optional[Plan]:
     """The best plan built on ``cuda``; rejections go to ``why_cuda`` (CUDA itself) or ``why`` (the other parts)."""
-    for reason in (cuda_on_os(target.os, cuda), cuda_for_gpu(m, target.gpu, cuda),
+    where = cuda_as_wheels(m, cuda) if pins.pip_only else cuda_on_os(target.os, cuda)
+    for reason in (where, cuda_for_gpu(m, target.gpu, cuda),
                    cuda_for_driver(m, target, cuda.cuda, allow_mvc)):
         if reason:
             why_cuda.append(reason)
@@ -285,7 +306,7 @@ def _try_cuda(m: Matrix, target: Target, pins: Pins, cuda: CudaRelease, allow_mv
             cudnns = []
             for c in reversed(m.cudnn_releases()):
                 if _matches(pins.cudnn, c.cudnn):
-                    reason = cudnn_fits(target, cuda, c)
+                    reason = cudnn_fits(target, cuda, c, pins.pip_only)
                     (why.append(reason) if reason else cudnns.append(c))
             cudnns = _confirmed_first(cudnns)
             if b is not None and b.cudnn:  # one cuDNN on the machine: the one torch bundles, when it fits
@@ -298,15 +319,16 @@ def _try_cuda(m: Matrix, target: Target, pins: Pins, cuda: CudaRelease, allow_mv
                 trts = []
                 for t in reversed(m.tensorrt_releases()):
                     if _matches(pins.tensorrt, t.tensorrt):
-                        reason = tensorrt_fits(target, cuda, cudnn, t)
+                        reason = tensorrt_fits(target, cuda, cudnn, t, pins.pip_only)
                         (why.append(reason) if reason else trts.append(t))
             if trts:
-                return _plan(m, target, cuda, cudnn, _confirmed_first(trts)[0], tr, b)
+                return _plan(m, target, cuda, cudnn, _confirmed_first(trts)[0], tr, b, pins.pip_only)
     return None
 
 
 def _plan(m: Matrix, target: Target, cuda: CudaRelease, cudnn: Optional[CudnnRelease],
-          trt: Optional[TensorrtRelease], tr: Optional[TorchRelease], b: Optional[TorchBuild]) -> Plan:
+          trt: Optional[TensorrtRelease], tr: Optional[TorchRelease], b: Optional[TorchBuild],
+          pip_only: bool = False) -> Plan:
     drv_os = target.driver_os
     needs = [_ga_driver(m, cuda, drv_os)]
     if b is not None:
@@ -337,7 +359,8 @@ def _plan(m: Matrix, target: Target, cuda: CudaRelease, cudnn: Optional[CudnnRel
         if rec is not None and rec.unconfirmed:
             notes.append(f"{name} {getattr(rec, key)}: matrix fields not confirmed by a source: "
                          f"{', '.join(rec.unconfirmed)}")
-    return Plan(target, cuda, cudnn, trt, tr, b, driver_min, branch, verdict, tuple(notes))
+    return Plan(target, cuda, cudnn, trt, tr, b, driver_min, branch, verdict, tuple(notes), pip_only,
+                m.pip_suffix(cuda.cuda) if pip_only else None)
 
 
 def solve(m: Matrix, target: Target, pins: Pins = Pins()) -> Plan:
@@ -366,7 +389,7 @@ def solve(m: Matrix, target: Target, pins: Pins = Pins()) -> Plan:
                 return plan
     # When some CUDA fitted OS, GPU and driver, the conflict is among the other parts: say those.
     why = why or why_cuda
-    asked = ", ".join(f"{k} {v}" for k, v in vars(pins).items() if v not in (None, "none"))
+    asked = ", ".join(f"{k} {v}" for k, v in vars(pins).items() if v not in (None, "none", False, True))
     gpu = f" on {target.gpu.name} ({target.gpu.sm})" if target.gpu else ""
     drv = f" with driver {target.driver}" if target.driver and target.driver_action == "keep" else ""
     raise PlanError(f"no consistent stack for {target.os.os}{gpu}{drv}" + (f" and {asked}" if asked else ""),

@@ -60,6 +60,12 @@ def _cudnn_packages(plan: Plan, rpm: bool) -> List[str]:
 def pip_requirements(plan: Plan) -> List[Tuple[str, Optional[str]]]:
     """(requirement, index URL or None) for the Python side of the plan, in install order."""
     reqs: List[Tuple[str, Optional[str]]] = []
+    if plan.pip_only and plan.torch is None:
+        # Without torch, the CUDA and cuDNN wheels are asked for directly (torch pins its own: never override them).
+        sfx = plan.pip_suffix or ""
+        reqs += [(f"nvidia-cuda-runtime{sfx}=={plan.cuda.cuda}.*", None), (f"nvidia-cuda-nvrtc{sfx}=={plan.cuda.cuda}.*", None)]
+        if plan.cudnn is not None:
+            reqs.append((f"nvidia-cudnn-cu{plan.cuda.major}=={plan.cudnn.cudnn}.*", None))
     if plan.torch is not None and plan.torch_build is not None:
         reqs.append((f"torch=={plan.torch.torch}.*", plan.torch_build.index_url))
     if plan.tensorrt is not None:
@@ -101,11 +107,11 @@ def _driver_step(plan: Plan, docker: bool) -> Step:
         ])
     if plan.driver_branch is None:
         have = f"the installed driver {t.driver}" if t.driver else "the installed driver"
-        return Step("Driver (kept)", notes=[
-            f"Keeping {have}; CUDA {plan.cuda.cuda} needs {plan.driver_min} or newer.",
-            "Install only cuda-toolkit-X-Y: the `cuda` and `cuda-drivers` meta-packages (and older CUDA .deb/.rpm "
-            "local repos) pull in their own driver and can replace a newer one.",
-        ])
+        notes = [f"Keeping {have}; CUDA {plan.cuda.cuda} needs {plan.driver_min} or newer."]
+        if not plan.pip_only:
+            notes.append("Install only cuda-toolkit-X-Y: the `cuda` and `cuda-drivers` meta-packages (and older CUDA "
+                         ".deb/.rpm local repos) pull in their own driver and can replace a newer one.")
+        return Step("Driver (kept)", notes=notes)
     pkg = (t.os.driver_package or "nvidia-driver-{branch}").replace("{branch}", plan.driver_branch)
     notes = []
     if t.gpu is not None and int(t.gpu.sm[3:]) < 75 and "-open" in pkg:
@@ -138,11 +144,38 @@ def _env_lines(plan: Plan) -> List[str]:
     ]
 
 
+def _pip_notes(plan: Plan) -> List[str]:
+    notes = []
+    if plan.torch_build is not None:
+        notes.append(f"torch +cu{plan.torch_build.cuda.replace('.', '')} wheels bundle their own CUDA runtime"
+                     + (f" and cuDNN {plan.torch_build.cudnn}" if plan.torch_build.cudnn else "")
+                     + ("; do not install other nvidia-* versions next to them." if plan.pip_only else
+                        "; the system toolkit is for building your own code."))
+    if plan.pip_only and plan.cuda.major >= 13:
+        notes.append("CUDA 13 wheels have no -cu13 suffix (nvidia-cuda-runtime-cu13 is a 0.0.1 placeholder).")
+    return notes
+
+
+def _venv_step(plan: Plan, docker: bool, inst: str, rpm: bool) -> Optional[Step]:
+    reqs = pip_requirements(plan)
+    if not reqs:
+        return None
+    py = "/opt/venv" if docker else "\"$HOME/.venvs/cuda-" + plan.cuda.cuda + "\""
+    user = [f"python3 -m venv {py}", f"{py}/bin/python -m pip install --upgrade pip"]
+    for req, index in reqs:
+        user.append(f"{py}/bin/python -m pip install '{req}'" + (f" --index-url {index}" if index else ""))
+    return Step("Python packages (virtual environment)", [] if rpm else [f"{inst} python3-venv"], user, _pip_notes(plan))
+
+
 def linux_steps(plan: Plan, docker: bool = False) -> List[Step]:
     """Steps for a Debian/Ubuntu, RHEL or WSL-Ubuntu plan (``docker``: for an image, no driver, no sudo)."""
     os_ = plan.target.os
     rpm = os_.family == "rhel"
     inst = "dnf install -y" if rpm else "apt-get install -y --no-install-recommends"
+    if plan.pip_only:
+        venv = _venv_step(plan, docker, inst, rpm)
+        return [_driver_step(plan, docker)] + ([venv] if venv else []) + [
+            Step("Verify", user=["gpudoctor check"] if not docker else [])]
     steps = [_repo_step(plan), _driver_step(plan, docker)]
     steps.append(Step(f"CUDA {plan.cuda.cuda} toolkit", [f"{inst} {toolkit_package(plan)}"], notes=[
         f"{toolkit_package(plan)} installs the compiler and libraries only, never a driver.",
@@ -151,19 +184,9 @@ def linux_steps(plan: Plan, docker: bool = False) -> List[Step]:
     if plan.cudnn is not None:
         steps.append(Step(f"cuDNN {plan.cudnn.cudnn} for CUDA {plan.cuda.major}",
                           [f"{inst} {' '.join(_cudnn_packages(plan, rpm))}"]))
-    reqs = pip_requirements(plan)
-    if reqs:
-        py = "/opt/venv" if docker else "\"$HOME/.venvs/cuda-" + plan.cuda.cuda + "\""
-        venv_pkg = [] if rpm else [f"{inst} python3-venv"]
-        user = [f"python3 -m venv {py}", f"{py}/bin/python -m pip install --upgrade pip"]
-        for req, index in reqs:
-            user.append(f"{py}/bin/python -m pip install '{req}'" + (f" --index-url {index}" if index else ""))
-        notes = []
-        if plan.torch_build is not None:
-            notes.append(f"torch +cu{plan.torch_build.cuda.replace('.', '')} wheels bundle their own CUDA runtime"
-                         + (f" and cuDNN {plan.torch_build.cudnn}" if plan.torch_build.cudnn else "")
-                         + "; the system toolkit is for building your own code.")
-        steps.append(Step("Python packages (virtual environment)", venv_pkg, user, notes))
+    venv = _venv_step(plan, docker, inst, rpm)
+    if venv is not None:
+        steps.append(venv)
     if not docker:
         steps.append(Step("Environment (add to ~/.bashrc)", user=_env_lines(plan)))
     steps.append(Step("Verify", user=(["nvcc --version"] if docker else ["nvcc --version", "gpudoctor check"])))
@@ -180,8 +203,17 @@ def windows_steps(plan: Plan) -> List[Step]:
                                            "https://www.nvidia.com/Download/index.aspx and reboot."]))
     else:
         steps.append(Step("Driver (kept)", user=["nvidia-smi"], notes=[
-            f"CUDA {c.cuda} needs driver {plan.driver_min} or newer; the CUDA installer below leaves the driver alone "
-            "(its Display.Driver component is not selected)."]))
+            f"CUDA {c.cuda} needs driver {plan.driver_min} or newer" + ("." if plan.pip_only else
+                                                                        "; the CUDA installer below leaves the driver "
+                                                                        "alone (its Display.Driver component is not "
+                                                                        "selected).")]))
+    if plan.pip_only:
+        reqs = pip_requirements(plan)
+        steps.append(Step("Python packages", user=[
+            f"py -m pip install '{req}'" + (f" --index-url {index}" if index else "") for req, index in reqs],
+            notes=_pip_notes(plan)))
+        steps.append(Step("Verify", user=["gpudoctor check"]))
+        return steps
     if c.msvc:
         vs = c.msvc[-1]
         steps.append(Step(f"Visual Studio {vs} C++ build tools (CUDA {c.cuda} supports {', '.join(c.msvc)})", user=[

@@ -108,6 +108,15 @@ class Matrix:
                 return rel
         return None
 
+    def pip_suffix(self, cuda: str) -> Optional[str]:
+        """Suffix of NVIDIA's CUDA wheels for release ``cuda`` ("12.4" -> "-cu12", as in nvidia-cuda-runtime-cu12;
+        "" from CUDA 13), or None when PyPI has no CUDA wheels for that release (before 11.7)."""
+        mm = _major_minor(cuda, "cuda")
+        for row in self._docs["cuda.json"]["pip_wheels"]:
+            if mm and row["cuda_major"] == mm[0] and mm >= tuple(int(x) for x in row["cuda_min"].split(".")):
+                return row["suffix"]
+        return None
+
     def minor_version_compat(self, cuda_major: int) -> Optional[MinorCompat]:
         """Minor-version-compatibility driver floor (Table 2) for a CUDA major (11, 12, 13), or None."""
         for row in self._mvc:

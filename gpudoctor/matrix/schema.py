@@ -378,6 +378,11 @@ _ORT_SCHEMA: _Schema = {
     "cudnn": (_list_of(_MM), True),
     "pip": (_list_of(_template(), allow_empty=False), True),
 }
+_PIP_WHEELS_SCHEMA: _Schema = {
+    "cuda_major": (_is_int, True),
+    "suffix": (lambda v: None if v in ("", "-cu11", "-cu12", "-cu13") else f"must be '' or '-cuNN', got {v!r}", True),
+    "cuda_min": (_MM, True),
+}
 #: Fields added in the 2026-11 extension: a row may still lack them (the loader keeps defaults);
 #: tests/test_matrix.py requires them in the shipped data.
 EXTENSION_FIELDS = {
@@ -480,6 +485,9 @@ def validate(docs: Mapping[str, Any]) -> None:
         plain = [_sm_number(s) for s in r["sms"] if s[-1].isdigit()]
         if min(plain) != _sm_number(r["min_sm"]) or max(plain) != _sm_number(r["max_sm"]):
             raise MatrixError(f, f"{where}: 'min_sm'/'max_sm' must be the lowest/highest plain target in 'sms'")
+
+    wheels = [_check_row(f, f"pip_wheels[{i}]", r, _PIP_WHEELS_SCHEMA) for i, r in enumerate(_rows(f, docs[f], "pip_wheels"))]
+    _check_sorted_unique(f, "pip_wheels", wheels, "cuda_major", lambda v: v)
 
     for f, field, schema in (("cudnn.json", "cudnn", _CUDNN_SCHEMA), ("tensorrt.json", "tensorrt", _TRT_SCHEMA)):
         rows = [_check_row(f, f"releases[{i}]", r, schema) for i, r in enumerate(_rows(f, docs[f], "releases"))]
