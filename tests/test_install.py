@@ -362,3 +362,17 @@ def test_pip_only_with_torch_leaves_cuda_wheels_to_torch():
     assert f"--index-url {plan.torch_build.index_url}" in script
     commands = "\n".join(ln for ln in script.splitlines() if not ln.startswith("#"))
     assert "nvidia-cuda-runtime" not in commands and "nvidia-cudnn" not in commands
+
+
+def test_inside_a_container_the_driver_is_the_hosts():
+    # The lent H100 ran in a container (/.dockerenv): its saved report drives this plan.
+    report = json.loads((ROOT / "docs" / "examples" / "h100-check.json").read_text())
+    from gpudoctor.install.target import target_from
+
+    facts = {k: v.get("facts") or {} for k, v in report["probes"].items()}
+    target = target_from(M, facts, None, None, "install")
+    assert target.container and target.driver == "580.159.04"
+    plan = solve(M, target)
+    assert plan.driver_branch is None
+    script = render(plan, "sh")
+    assert "comes from the host" in script and "nvidia-driver" not in script.replace("# ", "")

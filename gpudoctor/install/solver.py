@@ -61,6 +61,8 @@ class Target:
     driver_action: str = "keep"
     #: Python the wheels are for ("3.12"); None: the OS's python3 (``os.json``).
     python_version: Optional[str] = None
+    #: Planning for the inside of a container: the driver belongs to the host.
+    container: bool = False
 
     @property
     def python(self) -> Optional[str]:
@@ -346,7 +348,7 @@ def _plan(m: Matrix, target: Target, cuda: CudaRelease, cudnn: Optional[CudnnRel
             notes.append(f"driver {target.driver} runs CUDA {cuda.cuda} only through minor-version compatibility: "
                          f"PTX newer than the driver cannot be JIT-compiled; driver {driver_min} or newer runs it natively")
     branch = None
-    if target.driver_action == "install" and target.os.os not in ("wsl-ubuntu",):
+    if target.driver_action == "install" and target.os.os not in ("wsl-ubuntu",) and not target.container:
         base = cuda.runfile_driver_linux or cuda.min_driver_linux
         branch = base.split(".")[0] if driver_min == "unknown" else max(base, driver_min, key=Version).split(".")[0]
     if target.gpu is None:

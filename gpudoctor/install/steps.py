@@ -94,8 +94,8 @@ def _repo_step(plan: Plan) -> Step:
 
 def _driver_step(plan: Plan, docker: bool) -> Step:
     t = plan.target
-    if docker:
-        return Step("Driver", notes=["Never install a driver in an image: it comes from the host through the NVIDIA "
+    if docker or t.container:
+        return Step("Driver", notes=["Never install a driver in an image or container: it comes from the host through the NVIDIA "
                                      f"Container Toolkit (run with --gpus all). The host needs driver {plan.driver_min} "
                                      "or newer."])
     if t.os.os == "wsl-ubuntu":

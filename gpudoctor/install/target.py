@@ -106,7 +106,8 @@ def target_from(m: Matrix, facts: Mapping[str, Any], os_id: Optional[str], gpu: 
         raise PlanError(f"--driver {driver!r}: use keep or install")
     py = ((facts.get("platform") or {}).get("python") or {}).get("version") if local else None
     python = ".".join(py.split(".")[:2]) if isinstance(py, str) and py.count(".") >= 1 else None
-    return Target(info, gpu_t, version, driver, python if info.family != "windows" or local else None)
+    container = bool(local and ((facts.get("platform") or {}).get("container") or {}).get("is_container"))
+    return Target(info, gpu_t, version, driver, python if info.family != "windows" or local else None, container)
 
 
 def findings_to_fix(report: Mapping[str, Any]) -> List[str]:
