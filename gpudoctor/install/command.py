@@ -111,7 +111,7 @@ def run(args) -> int:
                     torch=parse_pin(args.torch, "torch", allow_latest=True), pip_only=args.pip_only)
         plan = solve(m, target, pins)
         if fixing:
-            plan = _with_note(plan, "fixes what `gpudoctor check` reported: " + ", ".join(fixing))
+            plan = _with_note(plan, "planned from `gpudoctor check`, which reported: " + ", ".join(fixing))
         fmt = args.format or ("ps1" if target.os.os == "windows" else "sh")
         text = json.dumps(plan_to_dict(plan), indent=2) if args.json else render(plan, fmt)
     except (PlanError, FormatError) as exc:
