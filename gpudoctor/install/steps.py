@@ -226,7 +226,9 @@ def windows_steps(plan: Plan) -> List[Step]:
         f"$installer = Join-Path $env:TEMP 'cuda_{ver}_windows_network.exe'",
         f"Invoke-WebRequest -Uri '{url}' -OutFile $installer",
         f"Start-Process -FilePath $installer -ArgumentList '-s {parts}' -Wait",
-    ], notes=["-s installs silently; listing components keeps the installer from touching the driver."]))
+    ], notes=["-s installs silently; listing components keeps the installer from touching the driver.",
+              f"Alternative: winget install --id Nvidia.CUDA --version {c.cuda} (the winget package runs NVIDIA's "
+              "installer with its default components, which can include the display driver)."]))
     cuda_path = f"C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA\\v{c.cuda}"
     if plan.cudnn is not None and plan.cudnn.latest:
         zipname = f"cudnn-windows-x86_64-{plan.cudnn.latest}_cuda{c.major}-archive"
