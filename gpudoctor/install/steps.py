@@ -231,13 +231,24 @@ def windows_steps(plan: Plan) -> List[Step]:
               "installer with its default components, which can include the display driver)."]))
     cuda_path = f"C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA\\v{c.cuda}"
     if plan.cudnn is not None and plan.cudnn.latest:
-        zipname = f"cudnn-windows-x86_64-{plan.cudnn.latest}_cuda{c.major}-archive"
+        # The newest patch may exist for one CUDA major only (9.28.1 is CUDA 13 only); the repo version says which.
+        apt = plan.cudnn.apt_versions.get(str(c.major), "")
+        build = apt.split("-")[0] if apt else plan.cudnn.latest
+        zipname = f"cudnn-windows-x86_64-{build}_cuda{c.major}-archive"
         dest = f"C:\\Program Files\\NVIDIA\\CUDNN\\v{plan.cudnn.cudnn}"
         steps.append(Step(f"cuDNN {plan.cudnn.cudnn}", user=[
             f"# Download {zipname}.zip from https://developer.nvidia.com/cudnn-archive",
             f"Expand-Archive -Path \"$env:USERPROFILE\\Downloads\\{zipname}.zip\" -DestinationPath '{dest}' -Force",
             f"$cudnnBin = '{dest}\\{zipname}\\bin'",
         ], notes=["The zip's bin folder must be on PATH (set below) so that cudnn64_*.dll is found."]))
+    if plan.tensorrt is not None and plan.tensorrt.latest:
+        trt = f"C:\\Program Files\\NVIDIA\\TensorRT-{plan.tensorrt.latest}"
+        steps.append(Step(f"TensorRT {plan.tensorrt.tensorrt} (C++ libraries)", user=[
+            f"# Download the TensorRT {plan.tensorrt.latest} zip for CUDA {c.major}.x from https://developer.nvidia.com/tensorrt",
+            f"$trtZip = Get-ChildItem \"$env:USERPROFILE\\Downloads\\TensorRT-{plan.tensorrt.latest}*.zip\" | Select-Object -First 1",
+            "Expand-Archive -Path $trtZip.FullName -DestinationPath 'C:\\Program Files\\NVIDIA' -Force",
+            f"$trtLib = '{trt}\\lib'",
+        ], notes=["The zip's lib folder (nvinfer*.dll) goes on PATH below; the Python bindings come from pip."]))
     reqs = pip_requirements(plan)
     if reqs:
         steps.append(Step("Python packages", user=[
@@ -246,10 +257,13 @@ def windows_steps(plan: Plan) -> List[Step]:
            "[Environment]::SetEnvironmentVariable('CUDA_PATH', $cuda, 'Machine')",
            "# Keep one CUDA on PATH: drop other toolkits' and cuDNN's folders, then add this one.",
            "$rest = ([Environment]::GetEnvironmentVariable('Path', 'Machine') -split ';') | "
-           "Where-Object { $_ -and $_ -notlike '*NVIDIA GPU Computing Toolkit\\CUDA\\*' -and $_ -notlike '*NVIDIA\\CUDNN\\*' }",
+           "Where-Object { $_ -and $_ -notlike '*NVIDIA GPU Computing Toolkit\\CUDA\\*' -and $_ -notlike '*NVIDIA\\CUDNN\\*' "
+           "-and $_ -notlike '*NVIDIA\\TensorRT-*' }",
            "$new = @(\"$cuda\\bin\", \"$cuda\\libnvvp\")"]
     if plan.cudnn is not None:
         env.append("$new += $cudnnBin")
+    if plan.tensorrt is not None and plan.tensorrt.latest:
+        env.append("$new += $trtLib")
     env.append("[Environment]::SetEnvironmentVariable('Path', (($new + $rest) -join ';'), 'Machine')")
     steps.append(Step("Environment (machine PATH; needs an elevated PowerShell)", user=env))
     steps.append(Step("Verify (in a new terminal)", user=["nvcc --version", "gpudoctor check"]))
