@@ -376,3 +376,12 @@ def test_inside_a_container_the_driver_is_the_hosts():
     assert plan.driver_branch is None
     script = render(plan, "sh")
     assert "comes from the host" in script and "nvidia-driver" not in script.replace("# ", "")
+
+
+def test_windows_plan_places_cudnn_and_tensorrt_zips_on_path():
+    plan = solve(M, Target(_os("windows"), GpuTarget("NVIDIA GeForce RTX 4090", "8.9")), Pins(cuda="12.6", tensorrt="10"))
+    ps1 = render(plan, "ps1")
+    build = plan.cudnn.apt_versions.get("12", plan.cudnn.latest).split("-")[0]
+    assert f"cudnn-windows-x86_64-{build}_cuda12-archive.zip" in ps1
+    assert f"TensorRT-{plan.tensorrt.latest}" in ps1 and "$new += $trtLib" in ps1 and "$new += $cudnnBin" in ps1
+    assert f"py -m pip install 'tensorrt-cu12=={plan.tensorrt.tensorrt}.*'" in ps1
