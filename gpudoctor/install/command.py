@@ -5,10 +5,10 @@ import json
 import sys
 from typing import Any, Dict, List, Optional
 
-from gpudoctor.install.formats import FormatError, render
-from gpudoctor.install.solver import Pins, Plan, PlanError, parse_pin, solve
-from gpudoctor.install.steps import pip_requirements
-from gpudoctor.install.target import detect_facts, findings_to_fix, target_from
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the CLI builds its parser from this module: keep `gpudoctor check` from importing the planner
+    from gpudoctor.install.solver import Plan
 
 __all__ = ["add_arguments", "run", "plan_to_dict"]
 
@@ -35,8 +35,10 @@ def add_arguments(p) -> None:
     p.add_argument("--matrix", metavar="DIR", help="use the compatibility matrix in DIR")
 
 
-def plan_to_dict(plan: Plan) -> Dict[str, Any]:
+def plan_to_dict(plan: "Plan") -> Dict[str, Any]:
     """The plan's choices as plain JSON data."""
+    from gpudoctor.install.steps import pip_requirements
+
     t = plan.target
     return {
         "os": t.os.os,
@@ -56,6 +58,8 @@ def plan_to_dict(plan: Plan) -> Dict[str, Any]:
 
 
 def _load_report(path: str) -> Dict[str, Any]:
+    from gpudoctor.install.solver import PlanError
+
     try:
         with open(path, encoding="utf-8") as fh:
             data = json.loads(fh.read(64 * 1024 * 1024))
@@ -77,6 +81,8 @@ def _from_check(source: str, timeout: float) -> Dict[str, Any]:
 
 def _check_pins(report: Optional[Dict[str, Any]], args) -> List[str]:
     """With --from-check: a driver failure means installing one; an installed torch gets a fitting wheel."""
+    from gpudoctor.install.target import findings_to_fix
+
     if report is None:
         return []
     fixing = findings_to_fix(report)
@@ -89,6 +95,9 @@ def _check_pins(report: Optional[Dict[str, Any]], args) -> List[str]:
 
 
 def run(args) -> int:
+    from gpudoctor.install.formats import FormatError, render
+    from gpudoctor.install.solver import Pins, PlanError, parse_pin, solve
+    from gpudoctor.install.target import detect_facts, target_from
     from gpudoctor.matrix import MatrixError, load_matrix
 
     try:
@@ -121,7 +130,7 @@ def run(args) -> int:
     return 0
 
 
-def _with_note(plan: Plan, note: str) -> Plan:
+def _with_note(plan: "Plan", note: str) -> "Plan":
     import dataclasses
 
     return dataclasses.replace(plan, notes=plan.notes + (note,))
