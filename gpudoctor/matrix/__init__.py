@@ -67,7 +67,7 @@ class Matrix:
         self._oses = tuple(from_row(OsInfo, r) for r in docs["os.json"]["oses"])
         fw = docs["frameworks.json"]
         self._torch = tuple(
-            from_row(TorchRelease, r, builds=tuple(from_row(TorchBuild, {**b, "source": ()}) for b in r["builds"]))
+            from_row(TorchRelease, r, builds=tuple(from_row(TorchBuild, b) for b in r["builds"]))
             for r in fw["torch"])
         self._jax = tuple(from_row(JaxRelease, r) for r in fw["jax"])
         self._tf = tuple(from_row(TensorflowRelease, r) for r in fw["tensorflow"])
@@ -85,6 +85,8 @@ class Matrix:
             for rec in recs:
                 urls.update(rec.source)
         urls.update(_tuple_src(self._docs["gpus.json"].get("families_source", [])) or ())
+        for row in self._docs["cuda.json"]["pip_wheels"]:
+            urls.update(_tuple_src(row["source"]))
         return tuple(sorted(urls))
 
     # ------------------------------------------------------------------ CUDA
