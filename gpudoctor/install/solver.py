@@ -237,7 +237,7 @@ def torch_build_fits(m: Matrix, target: Target, tr: TorchRelease, b: TorchBuild,
     gpu = target.gpu
     if gpu is not None and _torch_coverage(b, gpu).verdict == "none":
         return (f"torch {tr.torch}+cu{b.cuda.replace('.', '')} has no kernel image for {gpu.name} ({gpu.sm}): "
-                    f"SASS {', '.join(b.sass) or 'none'}")
+                f"SASS {', '.join(b.sass) or 'none'}")
     if target.python and target.python not in tr.python:
         return f"torch {tr.torch} has no wheel for Python {target.python}"
     return cuda_for_driver(m, target, b.cuda, allow_mvc)
@@ -253,7 +253,7 @@ def _ga_driver(m: Matrix, rel: CudaRelease, drv_os: str) -> Optional[str]:
     return ga or (mvc.min_driver_windows if mvc is not None and drv_os == "windows" else None)
 
 
-def _driver_need(target: Target, versions: Iterable[Optional[str]]) -> str:
+def _driver_need(versions: Iterable[Optional[str]]) -> str:
     known = [v for v in versions if v]
     return max(known, key=Version) if known else "unknown"
 
@@ -309,7 +309,10 @@ def _try_cuda(m: Matrix, target: Target, pins: Pins, cuda: CudaRelease, allow_mv
             for c in reversed(m.cudnn_releases()):
                 if _matches(pins.cudnn, c.cudnn):
                     reason = cudnn_fits(target, cuda, c, pins.pip_only)
-                    (why.append(reason) if reason else cudnns.append(c))
+                    if reason:
+                        why.append(reason)
+                    else:
+                        cudnns.append(c)
             cudnns = _confirmed_first(cudnns)
             if b is not None and b.cudnn:  # one cuDNN on the machine: the one torch bundles, when it fits
                 cudnns.sort(key=lambda c: c.cudnn != b.cudnn)
@@ -322,7 +325,10 @@ def _try_cuda(m: Matrix, target: Target, pins: Pins, cuda: CudaRelease, allow_mv
                 for t in reversed(m.tensorrt_releases()):
                     if _matches(pins.tensorrt, t.tensorrt):
                         reason = tensorrt_fits(target, cuda, cudnn, t, pins.pip_only)
-                        (why.append(reason) if reason else trts.append(t))
+                        if reason:
+                            why.append(reason)
+                        else:
+                            trts.append(t)
             if trts:
                 return _plan(m, target, cuda, cudnn, _confirmed_first(trts)[0], tr, b, pins.pip_only)
     return None
@@ -337,7 +343,7 @@ def _plan(m: Matrix, target: Target, cuda: CudaRelease, cudnn: Optional[CudnnRel
         rel = m.cuda_release(b.cuda)
         if rel is not None:
             needs.append(_ga_driver(m, rel, drv_os))
-    driver_min = _driver_need(target, needs)
+    driver_min = _driver_need(needs)
     notes: List[str] = []
     verdict = "unknown"
     if target.driver and target.driver_action == "keep":
