@@ -179,6 +179,29 @@ def _in_cuda_range(lo: Optional[str], hi: Optional[str], majors: Sequence[int], 
     return not (hi and hi.endswith(".x") and cuda.major > int(hi.split(".")[0]))
 
 
+def _span(lo: Optional[str], hi: Optional[str], majors: Sequence[int]) -> str:
+    low = lo or f"{majors[0]}.x"
+    return f"{low} and newer" if hi is None else f"{low} to {hi}"
+
+
+def _pinned_line_conflict(m: Matrix, pins: Pins) -> Optional[str]:
+    """With CUDA pinned, a pinned cuDNN/TensorRT line that supports none of those CUDA releases, said once."""
+    cudas = [c for c in m.cuda_releases() if _matches(pins.cuda, c.cuda)]
+    for what, pin, rows, key in (("cuDNN", pins.cudnn, m.cudnn_releases(), "cudnn"),
+                                 ("TensorRT", pins.tensorrt, m.tensorrt_releases(), "tensorrt")):
+        if pin in (None, "none", "latest"):
+            continue
+        lines = [r for r in rows if _matches(pin, getattr(r, key))]
+        if lines and not any(_in_cuda_range(r.cuda_min, r.cuda_max, r.cuda_majors, c) for r in lines for c in cudas):
+            name = f"{what} {pin}" + (".x" if "." not in pin else "")
+            los = [r.cuda_min or f"{r.cuda_majors[0]}.0" for r in lines]
+            his = [r.cuda_max for r in lines]
+            top = None if None in his else max(his, key=_v)
+            return (f"{name} supports CUDA {_span(min(los, key=_v), top, lines[0].cuda_majors)}; "
+                    f"CUDA {pins.cuda} is outside that")
+    return None
+
+
 def _sm_ok(gpu: Optional[GpuTarget], lo: Optional[str], hi: Optional[str]) -> bool:
     if gpu is None:
         return True
@@ -201,7 +224,7 @@ def cudnn_fits(target: Target, cuda: CudaRelease, c: CudnnRelease, pip_only: boo
     if pip_only and not _pip_name(c.pip, "nvidia-cudnn", cuda.major):
         return f"cuDNN {c.cudnn} has no nvidia-cudnn-cu{cuda.major} wheel"
     if not _in_cuda_range(c.cuda_min, c.cuda_max, c.cuda_majors, cuda):
-        return f"cuDNN {c.cudnn} supports CUDA {c.cuda_min or c.cuda_majors} to {c.cuda_max or 'x'}, not {cuda.cuda}"
+        return f"cuDNN {c.cudnn} supports CUDA {_span(c.cuda_min, c.cuda_max, c.cuda_majors)}, not {cuda.cuda}"
     if not _sm_ok(target.gpu, c.min_sm, None):
         return f"cuDNN {c.cudnn} needs {c.min_sm} or newer; {target.gpu.name} is {target.gpu.sm}"
     if target.os.family == "windows" and c.windows is False:
@@ -214,7 +237,7 @@ def tensorrt_fits(target: Target, cuda: CudaRelease, cudnn: Optional[CudnnReleas
     if pip_only and not _pip_name(t.pip, "tensorrt", cuda.major):
         return f"TensorRT {t.tensorrt} has no tensorrt-cu{cuda.major} wheel"
     if not _in_cuda_range(t.cuda_min, t.cuda_max, t.cuda_majors, cuda):
-        return f"TensorRT {t.tensorrt} supports CUDA {t.cuda_min or t.cuda_majors} to {t.cuda_max or 'x'}, not {cuda.cuda}"
+        return f"TensorRT {t.tensorrt} supports CUDA {_span(t.cuda_min, t.cuda_max, t.cuda_majors)}, not {cuda.cuda}"
     if not _sm_ok(target.gpu, t.min_sm, t.max_sm):
         return f"TensorRT {t.tensorrt} supports {t.min_sm} to {t.max_sm}; {target.gpu.name} is {target.gpu.sm}"
     if t.major < 10 and t.cudnn:
@@ -385,6 +408,9 @@ def solve(m: Matrix, target: Target, pins: Pins = Pins()) -> Plan:
         if pin not in (None, "none", "latest") and not any(_matches(pin, getattr(r, key)) for r in rows):
             known = ", ".join(getattr(r, key) for r in rows)
             raise PlanError(f"--{what} {pin}: not in the compatibility matrix", [f"known: {known}"])
+    conflict = _pinned_line_conflict(m, pins) if pins.cuda else None
+    if conflict:
+        raise PlanError(f"the pins contradict each other: {conflict}")
     candidates = [c for c in reversed(m.cuda_releases()) if _matches(pins.cuda, c.cuda)]
     why_cuda: List[str] = []
     why: List[str] = []
