@@ -433,3 +433,31 @@ def test_sm_helpers(m):
     assert m.toolkit_accepts_sm("13.0", "compute_120") is True
     assert m.toolkit_accepts_sm("12.7", "sm_90") is None
     assert m.toolkit_accepts_sm("12.4", "bogus") is None
+
+
+def test_ptx_isa_matches_cuda_python_table(m):
+    """cuda-python (a real dependency) ships NVIDIA's PTX ISA -> CUDA table; the matrix must agree."""
+    from cuda.bindings.utils import get_minimal_required_cuda_ver_from_ptx_ver as needs
+
+    for r in m.cuda_releases():
+        if "ptx_isa" in r.unconfirmed:
+            continue
+        first = needs(r.ptx_isa)  # 12050 for "8.5"
+        first_text = f"{first // 1000}.{first % 1000 // 10}"
+        # 12.6 added no PTX ISA: it emits 12.5's 8.5.
+        assert first_text == ("12.5" if r.cuda == "12.6" else r.cuda), (r.cuda, r.ptx_isa)
+    assert m.cuda_for_ptx_isa("7.8") == "11.8" and m.cuda_for_ptx_isa("9.0") == "13.0"
+    assert m.cuda_for_ptx_isa("99.0") is None and m.cuda_for_ptx_isa("x.y") is None
+
+
+@pytest.mark.parametrize("nvcc", [NVCC, DEBIAN_NVCC], ids=["cuda13", "cuda118"])
+def test_local_nvcc_emits_the_matrix_ptx_isa(m, nvcc, tmp_path):
+    if not nvcc.exists():
+        pytest.skip(f"{nvcc} is not installed (.ci/install-real-parts installs it)")
+    src = tmp_path / "k.cu"
+    src.write_text("__global__ void k(float *x) { x[0] = 1.0f; }\n")
+    out = subprocess.run([str(nvcc), "-ptx", str(src), "-o", str(tmp_path / "k.ptx")], capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    isa = re.search(r"^\.version (\d+\.\d+)", (tmp_path / "k.ptx").read_text(), re.M).group(1)
+    assert m.cuda_release(_nvcc_release(nvcc)).ptx_isa == isa

@@ -27,7 +27,7 @@ import re
 from pathlib import Path
 from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple, Union
 
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
 from gpudoctor.matrix.records import (
     CudaRelease, CudnnRelease, GpuInfo, JaxRelease, MinorCompat, OnnxruntimeRelease, OsInfo,
@@ -117,6 +117,17 @@ class Matrix:
         for row in self._docs["cuda.json"]["pip_wheels"]:
             if mm and row["cuda_major"] == mm[0] and mm >= tuple(int(x) for x in row["cuda_min"].split(".")):
                 return row["suffix"]
+        return None
+
+    def cuda_for_ptx_isa(self, isa: str) -> Optional[str]:
+        """Oldest CUDA release ("12.4") whose driver JIT-compiles PTX of ISA version ``isa`` ("8.4"), or None."""
+        try:
+            want = Version(str(isa))
+        except InvalidVersion:
+            return None
+        for rel in self._cuda:
+            if rel.ptx_isa and Version(rel.ptx_isa) >= want:
+                return rel.cuda
         return None
 
     def minor_version_compat(self, cuda_major: int) -> Optional[MinorCompat]:

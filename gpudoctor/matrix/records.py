@@ -72,6 +72,8 @@ class CudaRelease:
     latest_update: Optional[str] = None
     runfile_driver_linux: Optional[str] = None
     msvc: Tuple[str, ...] = ()
+    #: Newest PTX ISA version ("8.4") the release emits and its driver JIT-compiles (PTX ISA release history).
+    ptx_isa: Optional[str] = None
 
     @property
     def major(self) -> int:

@@ -306,6 +306,7 @@ _CUDA_SCHEMA: _Schema = {
     "latest_update": (_FULL, True),
     "runfile_driver_linux": (_DRIVER_OPT, True),
     "msvc": (_list_of(_regex_str(re.compile(r"^20\d\d$"), "a Visual Studio year like '2022'")), True),
+    "ptx_isa": (_MM, True),
 }
 _CUDNN_SCHEMA: _Schema = {
     "cudnn": (_MM, True),
@@ -386,7 +387,7 @@ _PIP_WHEELS_SCHEMA: _Schema = {
 #: Fields added in the 2026-11 extension: a row may still lack them (the loader keeps defaults);
 #: tests/test_matrix.py requires them in the shipped data.
 EXTENSION_FIELDS = {
-    "cuda.json": ("latest_update", "runfile_driver_linux", "msvc"),
+    "cuda.json": ("latest_update", "runfile_driver_linux", "msvc", "ptx_isa"),
     "cudnn.json": ("latest", "pip", "apt", "apt_versions", "min_sm", "windows"),
     "tensorrt.json": ("latest", "python", "min_sm", "max_sm", "pip", "apt_versions", "windows"),
     "gpus.json": ("segment",),
