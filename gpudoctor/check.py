@@ -67,3 +67,14 @@ def run_check(matrix, smoke: bool = True, timeout: float = 10.0, env: Optional[M
     findings.sort(key=lambda f: -f.severity.rank)
     return Report(results, findings, time.monotonic() - t0, getattr(matrix, "data_version", None), osf,
                   {"smoke": smoke, "timeout_s": timeout})
+
+
+def collect_facts(names=("platform", "driver"), timeout: float = 10.0,
+                  env: Optional[Mapping[str, str]] = None) -> Dict[str, dict]:
+    """Run only the named probes (as ``check`` would) and return probe name -> facts ({} when a probe failed)."""
+    from gpudoctor.probes import ALL
+    from gpudoctor.runner import run_probes
+
+    ctx = ProbeContext(env=dict(env if env is not None else os.environ), smoke=False, timeout=timeout)
+    results = run_probes([p for p in ALL if p.name in names], ctx)
+    return {name: (r.facts or {}) for name, r in results.items()}

@@ -1,4 +1,4 @@
-"""Command line: ``gpudoctor check | install | matrix``.
+"""Command line: ``gpudoctor check | install | matrix | inspect``.
 
 Exit codes (docs/exit-codes.md): 0 no failures, 1 failures found (or warnings with
 --strict), 2 usage or internal error (including a corrupt compatibility matrix).
@@ -36,6 +36,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     i = sub.add_parser("install", help="plan a consistent driver/CUDA/cuDNN/TensorRT/PyTorch stack and print the commands")
     add_arguments(i)
+
+    from gpudoctor.inspect.command import add_arguments as inspect_arguments
+
+    n = sub.add_parser("inspect", help="read a CUDA binary or TensorRT engine: which GPUs and versions it needs")
+    inspect_arguments(n)
 
     q = sub.add_parser("matrix", help="ask the compatibility matrix: cuda X.Y | driver VERSION | gpu NAME")
     q.add_argument("kind", choices=("cuda", "driver", "gpu"))
@@ -75,6 +80,10 @@ def main(argv=None) -> int:
         return run(args)
     if args.command == "matrix":
         return _matrix_query(args)
+    if args.command == "inspect":
+        from gpudoctor.inspect.command import run as inspect_run
+
+        return inspect_run(args)
     if args.command != "check":
         build_parser().print_help()
         return EXIT_ERROR

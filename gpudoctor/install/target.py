@@ -17,14 +17,10 @@ __all__ = ["detect_facts", "os_id_from_facts", "resolve_gpu", "resolve_os", "tar
 
 
 def detect_facts(timeout: float = 10.0) -> Dict[str, Any]:
-    """Run the ``platform`` and ``driver`` probes on this machine; returns probe name -> facts."""
-    from gpudoctor.probes import ALL
-    from gpudoctor.runner import ProbeContext, run_probes
-    import os
+    """The ``platform`` and ``driver`` probes' facts for this machine."""
+    from gpudoctor.check import collect_facts
 
-    ctx = ProbeContext(env=dict(os.environ), smoke=False, timeout=timeout)
-    results = run_probes([p for p in ALL if p.name in ("platform", "driver")], ctx)
-    return {name: (r.facts or {}) for name, r in results.items()}
+    return collect_facts(("platform", "driver"), timeout)
 
 
 def os_id_from_facts(platform: Mapping[str, Any]) -> Optional[str]:
