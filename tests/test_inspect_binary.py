@@ -140,3 +140,27 @@ def test_cli_text_listing(built13, capsys):
     out = capsys.readouterr().out
     assert "SASS: sm_80" in out and "compute_80(ISA 9.0)" in out and "✓ --cc 8.9" in out
 
+
+
+def test_framework_probe_reads_a_real_wheels_kernels(monkeypatch):
+    """The frameworks probe reads onnxruntime-gpu / JAX plugin kernels with the same package reader; the real
+    curand wheel is the CUDA library available here (no onnxruntime-gpu or jax wheel can be used offline)."""
+    site = os.path.join(CACHE, "curand-cu12", "site-packages")
+    need(os.path.isdir(site), ".ci/cache/curand-cu12 (run .ci/fetch-real-wheels)")
+    monkeypatch.syspath_prepend(site)
+    import importlib
+
+    importlib.invalidate_caches()
+    from gpudoctor.probes.frameworks import _package_archs
+    from gpudoctor.rules import frameworks as fw_rules
+
+    archs = _package_archs("nvidia-curand-cu12")
+    assert "sm_90" in archs["sass"] and archs["libraries"][0].endswith("libcurand.so.10")
+    assert "error" in _package_archs("packaging")
+    facts = {"frameworks": {"onnxruntime": {"version": "1.20.1", "archs": archs}},  # FAKE: curand's archs stand in
+             "driver": {"nvml": {"status": "ok", "gpus": [
+                 {"index": 0, "name": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0"},
+                 {"index": 1, "name": "Tesla K80", "compute_capability": "3.7"}]}}}
+    found = fw_rules.arch_binary_missing(facts, None)
+    assert [f.id for f in found] == ["arch.binary_ok", "arch.binary_missing"]
+    assert found[1].severity.value == "fail" and "onnxruntime 1.20.1 has no kernels for GPU 1" in found[1].title

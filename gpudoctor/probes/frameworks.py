@@ -99,6 +99,39 @@ def _binary_archs(path: str) -> dict:
     return {"path": path, "sass": list(b.sass), "ptx": list(b.ptx)}
 
 
+def _package_archs(dist_name: str, min_bytes: int = 1 << 20, max_files: int = 16) -> dict:
+    """Union of SASS/PTX targets over a distribution's CUDA libraries (files of at least ``min_bytes``,
+    the largest ``max_files``), read from their fatbinaries without importing the package."""
+    from gpudoctor import fatbin
+    from gpudoctor.inspect.binary import InspectError, package_files
+
+    try:
+        files = [p for p in package_files(dist_name) if os.path.getsize(p) >= min_bytes]
+    except (InspectError, OSError) as exc:
+        return {"error": str(exc)}
+    files = sorted(files, key=os.path.getsize, reverse=True)[:max_files]
+    sass, ptx, libs = set(), set(), []
+    for path in files:
+        try:
+            b = fatbin.read_cuda_binary(path)
+        except (fatbin.CudaBinaryError, OSError):
+            continue
+        if b.sass or b.ptx:
+            sass.update(b.sass)
+            ptx.update(b.ptx)
+            libs.append(path)
+    if not libs:
+        return {"error": f"no CUDA code found in {dist_name}'s libraries"}
+    return {"path": libs[0], "libraries": libs, "sass": fatbin._sorted_unique(sass), "ptx": fatbin._sorted_unique(ptx)}
+
+
+def _declared_archs(items) -> dict:
+    """TensorFlow's build_info list ("sm_60", "compute_80") as SASS/PTX sets."""
+    items = [str(x) for x in items or ()]
+    return {"sass": [x for x in items if x.startswith("sm_")], "ptx": [x for x in items if x.startswith("compute_")],
+            "declared": items}
+
+
 def probe(ctx) -> dict:
     """``{"torch": {...}|None, "tensorflow": {...}|None, "onnxruntime": {...}|None, "jax": {...}|None,
     "cupy": {...}|None}``; each holds version, the CUDA (and cuDNN) it was built for, and where known,
@@ -109,19 +142,24 @@ def probe(ctx) -> dict:
         bi = read_assignments(os.path.join(tf, "python", "platform", "build_info.py"))
         out["tensorflow"] = {"path": tf, "version": _dist_version("tensorflow", "tensorflow-cpu", "tf-nightly")[1],
                              "is_cuda_build": bi.get("is_cuda_build"), "cuda": bi.get("cuda_version"),
-                             "cudnn": bi.get("cudnn_version"), "archs": bi.get("cuda_compute_capabilities")}
+                             "cudnn": bi.get("cudnn_version"),
+                             "archs": _declared_archs(bi.get("cuda_compute_capabilities"))
+                             if bi.get("cuda_compute_capabilities") else None}
     ort = _module_dir("onnxruntime")
     if ort:
         info = read_assignments(os.path.join(ort, "capi", "build_and_package_info.py"))
         dist, ver = _dist_version("onnxruntime-gpu", "onnxruntime")
         out["onnxruntime"] = {"path": ort, "distribution": dist, "version": ver or info.get("__version__"),
-                              "cuda": info.get("cuda_version"), "cudnn": info.get("cudnn_version")}
+                              "cuda": info.get("cuda_version"), "cudnn": info.get("cudnn_version"),
+                              "archs": _package_archs(dist) if dist == "onnxruntime-gpu" else None}
     if _module_dir("jax") or _module_dir("jaxlib"):
         plugins = [n for n in ("jax-cuda13-plugin", "jax-cuda12-plugin", "jax-cuda13-pjrt", "jax-cuda12-pjrt", "jaxlib")
                    if _dist_version(n)[1]]
         out["jax"] = {"version": _dist_version("jax")[1], "jaxlib": _dist_version("jaxlib")[1],
                       "plugins": {p: _dist_version(p)[1] for p in plugins},
-                      "cuda_majors": sorted(set(_cuda_major_from(plugins).values()))}
+                      "cuda_majors": sorted(set(_cuda_major_from(plugins).values())),
+                      "archs": next((a for a in (_package_archs(p) for p in plugins if "plugin" in p or "pjrt" in p)
+                                     if "error" not in a), None)}
     cupy_names = [d.metadata["Name"] for d in metadata.distributions()
                   if (d.metadata["Name"] or "").lower().startswith("cupy")]
     if cupy_names:

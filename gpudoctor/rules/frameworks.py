@@ -84,36 +84,42 @@ def cuda_mismatch(facts, ctx):
 
 
 def arch_binary_missing(facts, ctx):
-    """No SASS for the GPU and no PTX it can JIT: 'no kernel image is available for execution on the device'."""
-    torch = facts["frameworks"].get("torch") or {}
-    archs = torch.get("archs") or {}
-    if not archs.get("sass") and not archs.get("ptx"):
-        return []
+    """No SASS for the GPU and no PTX it can JIT: 'no kernel image is available for execution on the device'.
+
+    Judged for every framework whose kernels were read (torch, onnxruntime-gpu, the JAX CUDA plugin from their
+    libraries' fatbinaries; TensorFlow from its declared build arch list)."""
     try:
         from gpudoctor import fatbin
     except ImportError:
         return []
     out = []
-    for g in gpus(facts):
-        cc = g["compute_capability"]
-        cov = fatbin.coverage((tuple(archs.get("sass") or ()), tuple(archs.get("ptx") or ())), cc)
-        ev = {"gpu": g.get("name"), "compute_capability": cc, "torch_sass": archs.get("sass"), "torch_ptx": archs.get("ptx"),
-              "library": archs.get("path")}
-        if cov.verdict == "none":
-            out.append(Finding(
-                "arch.binary_missing", Severity.FAIL, "frameworks",
-                f"torch {torch.get('version')} has no kernels for GPU {g.get('index')} ({g.get('name')}, {sm(cc)})",
-                evidence=ev,
-                fixes=(Fix("Install a PyTorch build whose arch list includes this GPU (newer GPUs need newer CUDA "
-                           "variants, e.g. cu128+ for Blackwell; older GPUs need older ones).", ()),
-                       Fix("Or build from source for it.", (f"export TORCH_CUDA_ARCH_LIST=\"{cc}\"",))),
-                detail="Kernels fail with 'CUDA error: no kernel image is available for execution on the device'."))
-        elif cov.verdict == "ptx_jit":
-            out.append(Finding("arch.binary_missing", Severity.INFO, "frameworks",
-                               f"torch runs on GPU {g.get('index')} ({sm(cc)}) only through PTX JIT: slow first start",
-                               evidence=dict(ev, reason=cov.reason)))
-        else:
-            out.append(Finding("arch.binary_ok", Severity.OK, "frameworks",
-                               f"torch {torch.get('version')} has native kernels for GPU {g.get('index')} ({sm(cc)})",
-                               evidence=dict(ev, reason=cov.reason)))
+    for name, fw in (facts["frameworks"] or {}).items():
+        archs = (fw or {}).get("archs") if isinstance(fw, dict) else None
+        if not isinstance(archs, dict) or not (archs.get("sass") or archs.get("ptx")):
+            continue
+        ver = fw.get("version") or ""
+        for g in gpus(facts):
+            out.append(_arch_finding(fatbin, name, ver, archs, g))
     return out
+
+
+def _arch_finding(fatbin, name, ver, archs, g):
+    cc = g["compute_capability"]
+    cov = fatbin.coverage((tuple(archs.get("sass") or ()), tuple(archs.get("ptx") or ())), cc)
+    ev = {"framework": name, "gpu": g.get("name"), "compute_capability": cc, "sass": archs.get("sass"),
+          "ptx": archs.get("ptx"), "library": archs.get("path")}
+    where = f"GPU {g.get('index')} ({g.get('name')}, {sm(cc)})"
+    if cov.verdict == "none":
+        fixes = [Fix(f"Install a {name} build whose arch list includes {sm(cc)} (newer GPUs need newer CUDA variants, "
+                     "e.g. cu128+ for Blackwell; older GPUs need older ones). `gpudoctor matrix gpu` lists the torch "
+                     "wheels with SASS for it.", ())]
+        if name == "torch":
+            fixes.append(Fix("Or build from source for it.", (f"export TORCH_CUDA_ARCH_LIST=\"{cc}\"",)))
+        return Finding("arch.binary_missing", Severity.FAIL, "frameworks",
+                       f"{name} {ver} has no kernels for {where}".replace("  ", " "), evidence=ev, fixes=tuple(fixes),
+                       detail="Kernels fail with 'CUDA error: no kernel image is available for execution on the device'.")
+    if cov.verdict == "ptx_jit":
+        return Finding("arch.binary_missing", Severity.INFO, "frameworks",
+                       f"{name} runs on {where} only through PTX JIT: slow first start", evidence=dict(ev, reason=cov.reason))
+    return Finding("arch.binary_ok", Severity.OK, "frameworks",
+                   f"{name} {ver} has native kernels for {where}".replace("  ", " "), evidence=dict(ev, reason=cov.reason))
