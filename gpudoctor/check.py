@@ -46,7 +46,7 @@ class Report:
 
 
 def run_check(matrix, smoke: bool = True, timeout: float = 10.0, env: Optional[Mapping[str, str]] = None,
-              probes=None) -> Report:
+              probes=None, engines=()) -> Report:
     """Run ``probes`` (default: all) concurrently, evaluate every rule against ``matrix``.
 
     ``matrix`` may be a callable returning the matrix: it is then loaded while the probes run
@@ -55,7 +55,8 @@ def run_check(matrix, smoke: bool = True, timeout: float = 10.0, env: Optional[M
     from gpudoctor.rules import Facts, RuleContext, evaluate
 
     t0 = time.monotonic()
-    ctx = ProbeContext(env=dict(env if env is not None else os.environ), smoke=smoke, timeout=timeout)
+    ctx = ProbeContext(env=dict(env if env is not None else os.environ), smoke=smoke, timeout=timeout,
+                       engines=tuple(engines))
     pending = start_probes(probes or ALL, ctx)
     if callable(matrix):
         matrix = matrix()
@@ -66,7 +67,7 @@ def run_check(matrix, smoke: bool = True, timeout: float = 10.0, env: Optional[M
     findings = evaluate(facts, RuleContext(matrix=matrix, os=osf))
     findings.sort(key=lambda f: -f.severity.rank)
     return Report(results, findings, time.monotonic() - t0, getattr(matrix, "data_version", None), osf,
-                  {"smoke": smoke, "timeout_s": timeout})
+                  {"smoke": smoke, "timeout_s": timeout, "engines": list(engines)})
 
 
 def collect_facts(names=("platform", "driver"), timeout: float = 10.0,

@@ -31,6 +31,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--no-smoke", action="store_true", help="skip the compile-and-run smoke tests")
     c.add_argument("--timeout", type=float, default=10.0, metavar="S", help="per-command timeout in seconds (default 10)")
     c.add_argument("--matrix", metavar="DIR", help="use the compatibility matrix in DIR instead of the bundled one")
+    c.add_argument("--engine", action="append", default=[], metavar="FILE",
+                   help="also check that this TensorRT engine plan loads here (repeatable)")
 
     from gpudoctor.install.command import add_arguments
 
@@ -96,7 +98,7 @@ def main(argv=None) -> int:
 
     try:  # the matrix loads while the probes run
         report = run_check(lambda: load_matrix(args.matrix) if args.matrix else load_matrix(),
-                           smoke=not args.no_smoke, timeout=args.timeout)
+                           smoke=not args.no_smoke, timeout=args.timeout, engines=args.engine)
     except MatrixError as exc:
         print(f"gpudoctor: error: compatibility matrix is invalid: {exc}", file=sys.stderr)
         return EXIT_ERROR

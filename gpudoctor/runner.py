@@ -12,7 +12,7 @@ import threading
 import time
 import traceback
 from dataclasses import dataclass, field
-from typing import Callable, Dict, Iterable, Mapping, Optional
+from typing import Callable, Dict, Iterable, Mapping, Optional, Tuple
 
 
 @dataclass
@@ -29,6 +29,8 @@ class ProbeContext:
     timeout: float = 10.0
     #: Interpreter whose environment the child-process probes inspect (cuda-python, NVRTC, imports).
     python: str = field(default_factory=lambda: sys.executable)
+    #: TensorRT engine plans to read (``check --engine FILE``).
+    engines: Tuple[str, ...] = ()
     _memo: Dict[str, object] = field(default_factory=dict, repr=False)
     _locks: Dict[str, threading.Lock] = field(default_factory=dict, repr=False)
     _guard: threading.Lock = field(default_factory=threading.Lock, repr=False)

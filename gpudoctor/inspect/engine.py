@@ -1,0 +1,165 @@
+"""`gpudoctor inspect engine` and `check --engine`: will this TensorRT engine plan load here?
+
+The plan's header is read without TensorRT (:mod:`gpudoctor.engine_plan`) and
+compared with the TensorRT installed here (the ``tensorrt`` probe: importable
+modules, then libnvinfer copies) and the GPUs here (the ``driver`` probe).
+A plan loads only in the TensorRT version that built it ("The engine plan file
+is not compatible with this version of TensorRT, expecting library version X
+got Y, please rebuild"), unless it was built version-compatible (TensorRT 8.6+,
+then any later release of the same major with the lean runtime), and only on a
+GPU of the compute capability it was built for, unless it was built with a
+hardware-compatibility level (``ampere_plus``: any CC >= 8.0).
+"""
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+__all__ = ["engine_verdict", "header_facts", "installed_tensorrt", "run_engine"]
+
+
+def header_facts(header) -> Dict[str, Any]:
+    """A :class:`gpudoctor.engine_plan.PlanHeader` as JSON facts (what the ``engine`` probe reports)."""
+    cc = header.compute_capability
+    return {"trt_version": list(header.trt_version) if header.trt_version else None,
+            "trt_version_text": header.trt_version_text, "layout": header.layout, "size": header.size,
+            "magic": header.magic, "version_compatible": header.version_compatible, "lean": header.lean,
+            "hardware_compatibility": header.hardware_compatibility,
+            "compute_capability": f"{cc[0]}.{cc[1]}" if cc else None,
+            "fields": [{"name": n, "offset": o, "value": v} for n, o, v in header.fields]}
+
+
+def _vtuple(text: Optional[str]) -> Optional[Tuple[int, ...]]:
+    if not text:
+        return None
+    parts = []
+    for p in str(text).split("+")[0].split("."):
+        if not p.isdigit():
+            break
+        parts.append(int(p))
+    return tuple(parts) or None
+
+
+def installed_tensorrt(trt_facts: Mapping[str, Any]) -> Tuple[Optional[str], Optional[str]]:
+    """(version, where) of the TensorRT that would load the plan: an importable module first, then libnvinfer."""
+    for mod in trt_facts.get("modules") or []:
+        if mod.get("import_ok") and mod.get("version"):
+            return mod["version"], f"python module {mod['name']} ({mod.get('path')})"
+    for copy in trt_facts.get("libnvinfer") or []:
+        if copy.get("version") and (copy.get("version") or "").count(".") >= 2:
+            return copy["version"], f"libnvinfer {copy.get('path')}"
+    return None, None
+
+
+def _same_build(engine: Tuple[int, ...], here: Tuple[int, ...]) -> bool:
+    n = min(len(engine), len(here), 4)
+    return engine[:n] == here[:n]
+
+
+def _rebuild_fix(built: Tuple[int, ...]) -> Dict[str, Any]:
+    vc = " --versionCompatible" if built[:2] >= (8, 6) else ""
+    return {"summary": "Rebuild the engine with the TensorRT here (engines are not portable across TensorRT "
+                       "versions; build with --versionCompatible / --hardwareCompatibilityLevel=ampere+ to make the "
+                       "next one portable).",
+            "commands": [f"trtexec --onnx=model.onnx --saveEngine=model.engine{vc}",
+                         "python -c \"import tensorrt as trt; print(trt.__version__)\"   # the version that must match"]}
+
+
+def _install_fix(v: Optional[Tuple[int, ...]]) -> Optional[Dict[str, Any]]:
+    if not v or len(v) < 3:
+        return None
+    text = ".".join(map(str, v))
+    cu = "cu13" if v[0] >= 11 else "cu12"
+    return {"summary": f"Or install the TensorRT that built it ({text}).",
+            "commands": [f"python -m pip install 'tensorrt-{cu}=={text}'" if v[0] >= 10 else
+                         f"python -m pip install 'tensorrt=={text}'"]}
+
+
+def engine_verdict(header: Mapping[str, Any], trt_facts: Mapping[str, Any],
+                   gpus: List[Mapping[str, Any]]) -> Dict[str, Any]:
+    """Verdict for a plan's :func:`header_facts`: ``{"verdict": "loads"|"version_mismatch"|"no_tensorrt"|
+    "wrong_gpu"|"unknown", "reasons": [...], "fixes": [...], "installed": version, "header": header}``."""
+    here, where = installed_tensorrt(trt_facts)
+    built = tuple(header["trt_version"]) if header.get("trt_version") else None
+    built_text = header.get("trt_version_text")
+    reasons: List[str] = []
+    fixes: List[Dict[str, Any]] = []
+    verdict = "loads"
+    if built is None:
+        verdict = "unknown"
+        reasons.append("the header records no TensorRT version this reader knows")
+    elif here is None:
+        verdict = "no_tensorrt"
+        reasons.append(f"built by TensorRT {built_text}; no importable TensorRT or libnvinfer here")
+        fixes += [f for f in (_install_fix(built),) if f]
+    else:
+        h = _vtuple(here) or ()
+        if _same_build(built, h):
+            reasons.append(f"built by TensorRT {built_text}; TensorRT {here} here ({where})")
+        elif header.get("version_compatible") and h[:1] == built[:1] and h >= built:
+            reasons.append(f"built version-compatible by TensorRT {built_text}: loads in TensorRT {here} "
+                           "with the lean runtime (runtime.engine_host_code_allowed = True)")
+        else:
+            verdict = "version_mismatch"
+            reasons.append(f"The engine plan file is not compatible with this version of TensorRT, expecting library "
+                           f"version {here} got {built_text}, please rebuild")
+            fixes.append(_rebuild_fix(built))
+            fixes += [f for f in (_install_fix(built),) if f]
+    want = header.get("compute_capability")
+    hw = header.get("hardware_compatibility")
+    if want and gpus:
+        ok_gpus = []
+        for g in gpus:
+            gcc = g.get("compute_capability") or ""
+            gm = _vtuple(gcc) or (0, 0)
+            fits = (gcc == want) or (hw == "ampere_plus" and gm >= (8, 0))
+            ok_gpus.append(fits)
+        if not any(ok_gpus):
+            if verdict == "loads":
+                verdict = "wrong_gpu"
+            reasons.append(f"built for compute capability {want}"
+                           + (" (hardware compatibility: Ampere+)" if hw == "ampere_plus" else "")
+                           + f"; GPUs here: {', '.join(str(g.get('compute_capability')) for g in gpus)}")
+            fixes.append({"summary": "Rebuild the engine on this GPU (or with --hardwareCompatibilityLevel=ampere+ on "
+                                     "an Ampere-or-newer GPU for Ampere+ targets).",
+                          "commands": ["trtexec --onnx=model.onnx --saveEngine=model.engine"]})
+    return {"verdict": verdict, "installed": here, "installed_from": where, "reasons": reasons, "fixes": fixes,
+            "header": dict(header)}
+
+
+def run_engine(args) -> int:
+    from gpudoctor.check import collect_facts
+    from gpudoctor.engine_plan import PlanFormatError, read_plan_header
+
+    try:
+        header = read_plan_header(args.file)
+    except PlanFormatError as exc:
+        print(f"gpudoctor: error: {args.file}: {exc}", file=sys.stderr)
+        return 2
+    facts = collect_facts(("tensorrt", "driver"))
+    gpus = ((facts.get("driver") or {}).get("nvml") or {}).get("gpus") or []
+    data = engine_verdict(header_facts(header), facts.get("tensorrt") or {}, gpus)
+    data["path"] = args.file
+    if args.json:
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+    else:
+        sys.stdout.write(render_text(data))
+    return 0 if data["verdict"] in ("loads", "unknown") else 1
+
+
+def render_text(data: Dict[str, Any]) -> str:
+    h = data["header"]
+    mark = {"loads": "✓", "unknown": "!"}.get(data["verdict"], "✗")
+    out = [f"{data.get('path', 'engine')}: TensorRT engine plan, {h['size']} bytes, layout {h['layout']}",
+           f"  built by TensorRT {h['trt_version_text'] or '?'}"
+           + (", version-compatible" if h["version_compatible"] else "")
+           + (", lean" if h["lean"] else "")
+           + (f", hardware compatibility {h['hardware_compatibility']}" if h["hardware_compatibility"] else "")
+           + (f", compute capability {h['compute_capability']}" if h["compute_capability"] else ""),
+           f"  TensorRT here: {data['installed'] or 'none'}" + (f" ({data['installed_from']})" if data["installed_from"] else ""),
+           f"{mark} {data['verdict'].replace('_', ' ')}: " + "; ".join(data["reasons"])]
+    for fx in data["fixes"]:
+        out.append(f"    fix: {fx['summary']}")
+        out += [f"        $ {c}" for c in fx["commands"]]
+    return "\n".join(out) + "\n"

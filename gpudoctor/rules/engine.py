@@ -1,0 +1,46 @@
+"""TensorRT engine plans given with ``check --engine``: will each load with the TensorRT and GPUs here?"""
+from __future__ import annotations
+
+from gpudoctor.findings import Finding, Fix, Severity
+
+DOC = "https://docs.nvidia.com/deeplearning/tensorrt/latest/inference-library/advanced.html#version-compatibility"
+
+_IDS = {"version_mismatch": "tensorrt.engine_mismatch", "no_tensorrt": "tensorrt.engine_mismatch",
+        "wrong_gpu": "tensorrt.engine_wrong_gpu", "unknown": "tensorrt.engine_unknown", "loads": "tensorrt.engine_ok"}
+_SEVERITY = {"version_mismatch": Severity.FAIL, "no_tensorrt": Severity.FAIL, "wrong_gpu": Severity.FAIL,
+             "unknown": Severity.WARN, "loads": Severity.OK}
+
+
+def engine_plans(facts, ctx):
+    from gpudoctor.inspect.engine import engine_verdict
+
+    gpus = (facts["driver"].get("nvml") or {}).get("gpus") or []
+    out = []
+    for e in facts["engine"].get("engines") or []:
+        path = e.get("path")
+        if "error" in e:
+            out.append(Finding("tensorrt.engine_invalid", Severity.FAIL, "tensorrt",
+                               f"{path} is not a loadable TensorRT engine plan: {e['error']}",
+                               evidence={"path": path, "reason": e.get("reason")},
+                               fixes=(Fix("Point --engine at the serialized engine (.engine/.plan/.trt written by "
+                                          "trtexec --saveEngine or IBuilder.build_serialized_network), or rebuild it.",
+                                          ("trtexec --onnx=model.onnx --saveEngine=model.engine",)),),
+                               detail="TensorRT fails such files with 'magicTagRead == kMAGIC_TAG' or "
+                                      "'Serialization assertion ... failed'."))
+            continue
+        v = engine_verdict(e["header"], facts["tensorrt"], gpus)
+        built = e["header"].get("trt_version_text") or "?"
+        title = {
+            "loads": f"{path}: built by TensorRT {built}, loads with TensorRT {v['installed']} on the GPUs here",
+            "version_mismatch": f"{path} was built by TensorRT {built}; TensorRT {v['installed']} here cannot load it",
+            "no_tensorrt": f"{path} was built by TensorRT {built}; no TensorRT here can load it",
+            "wrong_gpu": f"{path} was built for compute capability {e['header'].get('compute_capability')}, "
+                         "not the GPUs here",
+            "unknown": f"{path}: the TensorRT version that built it is not recorded in a layout gpudoctor knows",
+        }[v["verdict"]]
+        out.append(Finding(_IDS[v["verdict"]], _SEVERITY[v["verdict"]], "tensorrt", title,
+                           evidence={"path": path, "header": e["header"], "installed": v["installed"],
+                                     "installed_from": v["installed_from"], "reasons": v["reasons"]},
+                           fixes=tuple(Fix(f["summary"], tuple(f["commands"])) for f in v["fixes"]),
+                           doc=DOC if v["verdict"] != "loads" else None))
+    return out
