@@ -24,7 +24,8 @@ def header_facts(header) -> Dict[str, Any]:
     cc = header.compute_capability
     return {"trt_version": list(header.trt_version) if header.trt_version else None,
             "trt_version_text": header.trt_version_text, "layout": header.layout, "size": header.size,
-            "magic": header.magic, "version_compatible": header.version_compatible, "lean": header.lean,
+            "magic": header.magic, "version_is_partial": header.version_is_partial, "plan_offset": header.plan_offset,
+            "version_compatible": header.version_compatible, "lean": header.lean,
             "hardware_compatibility": header.hardware_compatibility,
             "compute_capability": f"{cc[0]}.{cc[1]}" if cc else None,
             "fields": [{"name": n, "offset": o, "value": v} for n, o, v in header.fields]}
@@ -78,15 +79,26 @@ def _install_fix(v: Optional[Tuple[int, ...]]) -> Optional[Dict[str, Any]]:
 
 def engine_verdict(header: Mapping[str, Any], trt_facts: Mapping[str, Any],
                    gpus: List[Mapping[str, Any]]) -> Dict[str, Any]:
-    """Verdict for a plan's :func:`header_facts`: ``{"verdict": "loads"|"version_mismatch"|"no_tensorrt"|
-    "wrong_gpu"|"unknown", "reasons": [...], "fixes": [...], "installed": version, "header": header}``."""
+    """Verdict for a plan's :func:`header_facts`: ``{"verdict": "loads"|"only_if_version_compatible"|
+    "version_mismatch"|"no_tensorrt"|"wrong_gpu"|"not_standard"|"unknown", "reasons": [...], "fixes": [...],
+    "installed": version, "header": header}``. Defaults are an exact match of all recorded version parts
+    (TensorRT compares the build number too: "expecting library version 8.6.1.6 got 8.6.1.2")."""
     here, where = installed_tensorrt(trt_facts)
     built = tuple(header["trt_version"]) if header.get("trt_version") else None
     built_text = header.get("trt_version_text")
     reasons: List[str] = []
     fixes: List[Dict[str, Any]] = []
     verdict = "loads"
-    if built is None:
+    layout = header.get("layout") or ""
+    if layout.startswith("ultralytics+"):
+        reasons.append(f"the plan is wrapped by Ultralytics (JSON metadata first, the plan at byte "
+                       f"{header.get('plan_offset')}): load it with Ultralytics; TensorRT alone fails on it with "
+                       "'(n != 1953657958)', which is not a version mismatch")
+    if layout == "trt-safety":
+        verdict = "not_standard"
+        reasons.append("a TensorRT safety-runtime engine (tag NLYM): the standard runtime cannot load it")
+        built = None
+    elif built is None:
         verdict = "unknown"
         reasons.append("the header records no TensorRT version this reader knows")
     elif here is None:
@@ -96,10 +108,17 @@ def engine_verdict(header: Mapping[str, Any], trt_facts: Mapping[str, Any],
     else:
         h = _vtuple(here) or ()
         if _same_build(built, h):
-            reasons.append(f"built by TensorRT {built_text}; TensorRT {here} here ({where})")
-        elif header.get("version_compatible") and h[:1] == built[:1] and h >= built:
-            reasons.append(f"built version-compatible by TensorRT {built_text}: loads in TensorRT {here} "
-                           "with the lean runtime (runtime.engine_host_code_allowed = True)")
+            reasons.append(f"built by TensorRT {built_text}; TensorRT {here} here ({where})"
+                           + (" (the header records only major.minor)" if header.get("version_is_partial") else ""))
+        elif built[:2] >= (8, 6) and h > built and header.get("version_compatible") is not False:
+            # The header does not say whether the plan was built version-compatible (kVERSION_COMPATIBLE).
+            verdict = "loads" if header.get("version_compatible") else "only_if_version_compatible"
+            reasons.append(f"built by TensorRT {built_text}, older than TensorRT {here} here: it loads only if it was "
+                           "built version-compatible (--versionCompatible) and the application allows engine host "
+                           "code (runtime.engine_host_code_allowed = True); otherwise 'expecting library version "
+                           f"{here} got {built_text}'")
+            if verdict != "loads":
+                fixes.append(_rebuild_fix(built))
         else:
             verdict = "version_mismatch"
             reasons.append(f"The engine plan file is not compatible with this version of TensorRT, expecting library "
@@ -145,12 +164,12 @@ def run_engine(args) -> int:
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
     else:
         sys.stdout.write(render_text(data))
-    return 0 if data["verdict"] in ("loads", "unknown") else 1
+    return 0 if data["verdict"] in ("loads", "unknown", "only_if_version_compatible") else 1
 
 
 def render_text(data: Dict[str, Any]) -> str:
     h = data["header"]
-    mark = {"loads": "✓", "unknown": "!"}.get(data["verdict"], "✗")
+    mark = {"loads": "✓", "unknown": "!", "only_if_version_compatible": "!"}.get(data["verdict"], "✗")
     out = [f"{data.get('path', 'engine')}: TensorRT engine plan, {h['size']} bytes, layout {h['layout']}",
            f"  built by TensorRT {h['trt_version_text'] or '?'}"
            + (", version-compatible" if h["version_compatible"] else "")

@@ -6,8 +6,10 @@ from gpudoctor.findings import Finding, Fix, Severity
 DOC = "https://docs.nvidia.com/deeplearning/tensorrt/latest/inference-library/advanced.html#version-compatibility"
 
 _IDS = {"version_mismatch": "tensorrt.engine_mismatch", "no_tensorrt": "tensorrt.engine_mismatch",
+        "only_if_version_compatible": "tensorrt.engine_mismatch", "not_standard": "tensorrt.engine_mismatch",
         "wrong_gpu": "tensorrt.engine_wrong_gpu", "unknown": "tensorrt.engine_unknown", "loads": "tensorrt.engine_ok"}
 _SEVERITY = {"version_mismatch": Severity.FAIL, "no_tensorrt": Severity.FAIL, "wrong_gpu": Severity.FAIL,
+             "not_standard": Severity.FAIL, "only_if_version_compatible": Severity.WARN,
              "unknown": Severity.WARN, "loads": Severity.OK}
 
 
@@ -37,6 +39,9 @@ def engine_plans(facts, ctx):
             "wrong_gpu": f"{path} was built for compute capability {e['header'].get('compute_capability')}, "
                          "not the GPUs here",
             "unknown": f"{path}: the TensorRT version that built it is not recorded in a layout gpudoctor knows",
+            "only_if_version_compatible": f"{path} was built by TensorRT {built}; TensorRT {v['installed']} here loads "
+                                          "it only if it was built version-compatible",
+            "not_standard": f"{path} is a TensorRT safety-runtime engine; the standard runtime cannot load it",
         }[v["verdict"]]
         out.append(Finding(_IDS[v["verdict"]], _SEVERITY[v["verdict"]], "tensorrt", title,
                            evidence={"path": path, "header": e["header"], "installed": v["installed"],
