@@ -3,7 +3,8 @@ JSON-serialisable facts; :data:`ALL` fixes their names, report areas and time bu
 from __future__ import annotations
 
 from gpudoctor.probes import (
-    compilers, cuda, cudnn, driver, environment, frameworks, platform, smoke_nvcc, smoke_nvrtc, tensorrt, toolkit,
+    compilers, cuda, cudnn, driver, engine, environment, frameworks, platform, smoke_nvcc, smoke_nvrtc, smoke_tensorrt,
+    tensorrt, toolkit,
 )
 from gpudoctor.runner import Probe
 
@@ -19,4 +20,6 @@ ALL = (
     Probe("frameworks", "frameworks", frameworks.probe, 20.0),
     Probe("smoke_nvrtc", "smoke", smoke_nvrtc.probe, 60.0),
     Probe("smoke_nvcc", "smoke", smoke_nvcc.probe, 150.0),
+    Probe("smoke_tensorrt", "smoke", smoke_tensorrt.probe, 120.0),
+    Probe("engine", "tensorrt", engine.probe, 20.0),
 )

@@ -48,6 +48,9 @@ def probe(ctx) -> dict:
         entry = {"name": name, "path": os.path.dirname(spec.origin), "version": _static_version(spec.origin)}
         res = run([ctx.python, "-c", _IMPORT, name], timeout=ctx.timeout, env=ctx.env)
         entry["import_ok"] = res.ok
+        printed = res.stdout.strip().splitlines()[-1] if res.ok and res.stdout.strip() else ""
+        if entry["version"] is None and printed not in ("", "?"):
+            entry["version"] = printed  # set at import time (not a literal in __init__.py)
         lines = [l for l in res.stderr.strip().splitlines() if l.strip()]
         entry["import_error"] = None if res.ok else (res.error or (lines[-1] if lines else f"exit {res.returncode}"))
         modules.append(entry)

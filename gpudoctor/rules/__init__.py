@@ -34,7 +34,9 @@ class RuleContext:
 
 
 def _rules() -> List[Callable]:
-    from gpudoctor.rules import cuda, devices, driver, environment, frameworks, libraries, platform, smoke, toolkit
+    from gpudoctor.rules import (
+        cuda, devices, driver, engine, environment, frameworks, libraries, platform, smoke, toolkit,
+    )
 
     return [
         driver.driver_state, driver.driver_mismatch,
@@ -42,10 +44,11 @@ def _rules() -> List[Callable]:
         devices.visibility, devices.gpu_health,
         toolkit.compiler_unsupported, toolkit.mixed_toolkit, toolkit.arch_unsupported, toolkit.inventory,
         libraries.library_not_found, libraries.cudnn_mismatch, libraries.tensorrt_libs,
+        engine.engine_plans,
         frameworks.cpu_build, frameworks.cuda_mismatch, frameworks.arch_binary_missing,
         environment.ld_library_path, environment.cuda_home,
         platform.wsl_driver, platform.container,
-        smoke.nvrtc_smoke, smoke.nvcc_smoke,
+        smoke.nvrtc_smoke, smoke.nvcc_smoke, smoke.tensorrt_smoke,
         probe_failures,
     ]
 

@@ -1,6 +1,7 @@
 """Smoke tests: report them, and explain a failure by what it matches."""
 from __future__ import annotations
 
+import os
 import re
 
 from gpudoctor.findings import Finding, Fix, Severity
@@ -118,3 +119,114 @@ def nvcc_smoke(facts, ctx):
                                f"{label}: built, but the program failed" + (f": {meaning} (see {fid})" if fid else ""),
                                evidence=dict(ev, output=text[-800:], returncode=run.get("returncode"))))
     return out
+
+
+TRT_DOC = "https://docs.nvidia.com/deeplearning/tensorrt/latest/installing-tensorrt/installing.html"
+_TRT_LIB_MISSING = re.compile(r"(lib(?:nvinfer|nvonnxparser|nvinfer_plugin)[\w.]*\.so[\w.]*): cannot open shared object file")
+
+
+def _trt_pins(s):
+    """(cuda major of the wheels or None, TensorRT version) from the distributions the child saw."""
+    dists = s.get("distributions") or {}
+    cu = next((m.group(1) for d in dists for m in [re.match(r"tensorrt-cu(\d+)", d)] if m), None)
+    ver = next((v for d, v in dists.items() if d.endswith("-bindings")), None) or dists.get(f"tensorrt-cu{cu}") \
+        or dists.get("tensorrt") or s.get("version")
+    return cu, ver
+
+
+def _trt_reinstall(s) -> Fix:
+    cu, ver = _trt_pins(s)
+    pkg = f"tensorrt-cu{cu}" if cu else "tensorrt"
+    return Fix("Reinstall TensorRT so that bindings and libraries come from one release.",
+               (f"python -m pip install --force-reinstall '{pkg}=={ver}'" if ver else f"python -m pip install --force-reinstall {pkg}",))
+
+
+def _trt_replay(s):
+    """A trtexec line that replays the kept plan outside Python, when there is one."""
+    if not s.get("plan_file"):
+        return ()
+    return (Fix("Replay the engine gpudoctor built with trtexec (ships with TensorRT's tar/deb packages; "
+                "--verbose shows the failing layer).", (f"trtexec --loadEngine={s['plan_file']} --verbose",)),)
+
+
+def tensorrt_smoke(facts, ctx):
+    """``smoke.tensorrt``: build → serialize → deserialize → run → verify a tiny TensorRT engine."""
+    s = facts["smoke_tensorrt"]
+    if not s:
+        return []
+    if s.get("worker_error"):
+        return [Finding("smoke.tensorrt", Severity.FAIL, "smoke", f"TensorRT smoke test crashed: {s['worker_error']}",
+                        evidence={"stderr": s.get("stderr_tail")},
+                        detail="The child process that imported TensorRT died or hung; gpudoctor itself was unaffected.",
+                        fixes=(Fix("Reproduce the import and a builder outside gpudoctor.",
+                                   ("python -c 'import tensorrt as trt; print(trt.__version__); "
+                                    "print(trt.Builder(trt.Logger(trt.Logger.VERBOSE)))'",)),
+                               Fix("Look for GPU errors from the kernel driver.", ("sudo dmesg | grep -i xid",))),
+                        doc=TRT_DOC)]
+    if s.get("trt_import_error"):
+        err = s["trt_import_error"]
+        cu, ver = _trt_pins(s)
+        ev = {"module": s.get("module"), "path": s.get("module_path"), "import_error": err,
+              "distributions": s.get("distributions") or {}}
+        missing = _TRT_LIB_MISSING.search(err)
+        if missing:
+            so = os.path.join(s.get("module_path") or ".", "tensorrt*.so")
+            libs = f"tensorrt-cu{cu}-libs=={ver}" if cu and ver else "tensorrt-libs"
+            return [Finding("smoke.tensorrt", Severity.FAIL, "smoke",
+                            f"TensorRT smoke test cannot run: {s.get('module')} {ver or ''} is installed, but {missing.group(1)} "
+                            "is missing".replace("  ", " "),
+                            evidence=ev, detail="The Python bindings are installed without TensorRT's libraries (libnvinfer & co).",
+                            fixes=(Fix("Install the TensorRT libraries of the same version as the bindings.",
+                                       (f"python -m pip install '{libs}'",)),
+                                   Fix("Or install the complete TensorRT package (bindings and libraries together).",
+                                       (f"python -m pip install 'tensorrt-cu{cu or 13}=={ver}'" if ver else "python -m pip install tensorrt",)),
+                                   Fix("List every library the bindings still cannot find.", (f"ldd {so} | grep 'not found'",))),
+                            doc=TRT_DOC)]
+        return [Finding("smoke.tensorrt", Severity.FAIL, "smoke",
+                        f"TensorRT smoke test cannot run: {s.get('module')} fails to import: {err[:160]}",
+                        evidence=ev, fixes=(_trt_reinstall(s),), doc=TRT_DOC)]
+    label = f"TensorRT {s.get('version')}" if s.get("version") else "TensorRT"
+    if s.get("skipped"):
+        if s.get("absent"):
+            return [Finding("smoke.tensorrt", Severity.INFO, "smoke", "TensorRT smoke test skipped (TensorRT is not installed)",
+                            evidence={"python": s.get("python"), "modules_searched": s.get("searched")})]
+        if s.get("version") is None:
+            return [Finding("smoke.tensorrt", Severity.INFO, "smoke", f"TensorRT smoke test skipped ({s['skipped']})")]
+        fixes = (Fix("Install cuda-python, which the smoke test uses for device memory.",
+                     ("python -m pip install cuda-python",)),) if s.get("device_error") else ()
+        return [Finding("smoke.tensorrt", Severity.INFO, "smoke",
+                        f"{label} imports ({s.get('module')}); engine build skipped: {s['skipped']}",
+                        evidence={k: v for k, v in (("module", s.get("module_path")), ("libnvinfer", s.get("libnvinfer"))) if v},
+                        fixes=fixes)]
+    dev = s.get("device") or {}
+    where = f"GPU {dev.get('ordinal', 0)}" + (f" ({dev['name']})" if dev.get("name") else "")
+    build = s.get("build") or {}
+    engine = s.get("engine") or {}
+    ev = {"api": s.get("api"), "network": s.get("network"), "build_seconds": build.get("seconds"),
+          "plan_bytes": build.get("plan_bytes"), "engine_tensorrt_version": engine.get("tensorrt_version"),
+          "engine_version_source": engine.get("version_source"), "libnvinfer": s.get("libnvinfer")}
+    if s.get("error"):
+        e = s["error"]
+        stage = {"build": "engine build", "deserialize": "deserialization", "run": "inference run",
+                 "device": "device setup", "logger": "logger setup"}.get(e.get("stage"), e.get("stage") or "smoke test")
+        meaning, fid = explain(e.get("message", "") + "\n" + "\n".join(s.get("log") or []))
+        fixes = _trt_replay(s) + (_trt_reinstall(s), Fix("Look for GPU errors from the kernel driver.", ("sudo dmesg | grep -i xid",)))
+        return [Finding("smoke.tensorrt", Severity.FAIL, "smoke", f"{label} on {where}: {stage} failed: {e.get('message')}"[:300],
+                        evidence=dict(ev, stage=e.get("stage"), error=e.get("message"), log=(s.get("log") or [])[-8:],
+                                      plan_file=s.get("plan_file")),
+                        detail=f"{meaning}: see {fid}." if fid else None, fixes=fixes, doc=TRT_DOC)]
+    run = s.get("run") or {}
+    if run.get("mismatches"):
+        return [Finding("smoke.tensorrt", Severity.FAIL, "smoke",
+                        f"{label} on {where}: wrong results ({run['mismatches']} of {run.get('elements')} elements)",
+                        evidence=dict(ev, first_mismatch=run.get("first_mismatch"), plan_file=s.get("plan_file")),
+                        fixes=_trt_replay(s) + (Fix("Wrong arithmetic on a healthy stack points at the hardware: check Xid errors and ECC.",
+                                                    ("sudo dmesg | grep -i xid", "nvidia-smi -q -d ECC")),),
+                        doc=TRT_DOC)]
+    if not run:
+        return [Finding("smoke.tensorrt", Severity.WARN, "smoke", f"{label}: smoke test returned no result", evidence=ev)]
+    return [Finding("smoke.tensorrt", Severity.OK, "smoke",
+                    f"{label} on {where}: built in {build.get('seconds', 0):.2f} s (engine TensorRT {engine.get('tensorrt_version')}, "
+                    f"{(build.get('plan_bytes') or 0) / 1024:.0f} KiB plan), serialized, deserialized, ran "
+                    f"{run.get('elements')} elements correctly in {run.get('seconds', 0) * 1000:.1f} ms",
+                    evidence=ev)]
