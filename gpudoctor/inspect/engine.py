@@ -72,7 +72,7 @@ def _install_fix(v: Optional[Tuple[int, ...]]) -> Optional[Dict[str, Any]]:
         return None
     text = ".".join(map(str, v))
     cu = "cu13" if v[0] >= 11 else "cu12"
-    return {"summary": f"Or install the TensorRT that built it ({text}).",
+    return {"summary": f"Install the TensorRT that built it ({text}).",
             "commands": [f"python -m pip install 'tensorrt-{cu}=={text}'" if v[0] >= 10 else
                          f"python -m pip install 'tensorrt=={text}'"]}
 
