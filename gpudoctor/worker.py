@@ -606,8 +606,9 @@ def task_trt_smoke(modules=TRT_MODULES, memory_factory=None) -> dict:
         return res
     try:
         res["distributions"] = _trt_distributions()
-    except Exception:
+    except Exception as exc:  # a broken dist-info must not hide the smoke result; keep why
         res["distributions"] = {}
+        res["distributions_error"] = _one_line(exc)
     if trt is None:
         return res
     res["version"] = getattr(trt, "__version__", None)
@@ -630,8 +631,8 @@ def task_trt_smoke(modules=TRT_MODULES, memory_factory=None) -> dict:
     finally:
         try:
             mem.close()
-        except Exception:
-            pass
+        except Exception as exc:  # freeing device memory failed after the result was taken: say so
+            res["cleanup_error"] = _one_line(exc)
     return res
 
 
