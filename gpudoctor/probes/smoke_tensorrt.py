@@ -30,7 +30,7 @@ def find_module(ctx):
 
 
 def probe(ctx) -> dict:
-    """The worker's result (see :func:`gpudoctor.worker.task_trt_smoke`), or ``{"skipped": reason}``
+    """The worker's result (see :func:`gpudoctor.trt_smoke.task_trt_smoke`), or ``{"skipped": reason}``
     (``"absent": True`` when no TensorRT module exists)."""
     if not ctx.smoke:
         return {"skipped": "--no-smoke"}
