@@ -44,6 +44,11 @@ def build_parser() -> argparse.ArgumentParser:
     n = sub.add_parser("inspect", help="read a CUDA binary or TensorRT engine: which GPUs and versions it needs")
     inspect_arguments(n)
 
+    from gpudoctor.explain.command import add_arguments as explain_arguments
+
+    x = sub.add_parser("explain", help="diagnose an error log: explain LOGFILE | - | -- CMD ARGS")
+    explain_arguments(x)
+
     q = sub.add_parser("matrix", help="ask the compatibility matrix: cuda X.Y | driver VERSION | gpu NAME")
     q.add_argument("kind", choices=("cuda", "driver", "gpu"))
     q.add_argument("value", metavar="VALUE")
@@ -75,7 +80,19 @@ def _matrix_query(args) -> int:
 
 
 def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    rest = None
+    if argv[:1] == ["explain"] and "--" in argv:  # everything after -- is the command to run, untouched
+        cut = argv.index("--")
+        argv, rest = argv[:cut], argv[cut + 1:]
+        if not rest:
+            print("gpudoctor: error: nothing after --: give the command to run", file=sys.stderr)
+            return EXIT_ERROR
     args = build_parser().parse_args(argv)
+    if args.command == "explain":
+        from gpudoctor.explain.command import run as explain_run
+
+        return explain_run(args, rest)
     if args.command == "install":
         from gpudoctor.install.command import run
 

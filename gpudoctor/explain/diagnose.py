@@ -1,0 +1,100 @@
+"""From scanner matches to ranked findings (same ids, titles and fixes style as `gpudoctor check`).
+
+Score of a failure class: the best weight among its matched variants, +0.03 per further distinct
+variant (at most +0.06), +0.1 when live facts of this machine confirm it (``--here``), capped at 1.
+Confidence: >= 0.9 high, >= 0.75 medium, else low. Variables captured by a variant's regex fill the
+title and fix templates; a missing one uses the signature's ``defaults``.
+"""
+from __future__ import annotations
+
+import string
+from dataclasses import dataclass
+from typing import Any, Dict, List, Mapping, Optional
+
+from gpudoctor.explain.scan import Match, Scanner
+from gpudoctor.findings import Finding, Fix, Severity
+
+__all__ = ["Diagnosis", "diagnose", "confidence_label"]
+
+
+class _Vars(dict):
+    def __missing__(self, key: str) -> str:
+        return "?"
+
+
+def _fill(template: str, values: Mapping[str, str]) -> str:
+    try:
+        return string.Formatter().vformat(template, (), _Vars(values))
+    except (ValueError, IndexError):  # a brace the template did not mean as a field
+        return template
+
+
+def confidence_label(score: float) -> str:
+    return "high" if score >= 0.9 else "medium" if score >= 0.75 else "low"
+
+
+@dataclass
+class Diagnosis:
+    finding: Finding
+    score: float
+    matches: List[Match]
+    confirmed_by: List[str]
+
+    def to_dict(self) -> Dict[str, Any]:
+        d = self.finding.to_dict()
+        d.update(confidence=confidence_label(self.score), score=round(self.score, 3),
+                 matched=[{"line": m.line_no, "text": m.line, "variant": m.variant.name, "source": m.variant.source,
+                           "vars": m.vars} for m in self.matches],
+                 confirmed_by=self.confirmed_by)
+        return d
+
+
+_SUFFIXES = {"sm": ("sm_suffix", " ({})"), "arch": ("arch_suffix", " ({})"),
+             "alloc": ("alloc_suffix", " (tried to allocate {})")}
+
+
+def _vars_for(sig, matches: List[Match]) -> Dict[str, str]:
+    """Captured variables (the highest-weight variant's value wins), over the signature's defaults."""
+    values: Dict[str, str] = dict(sig.defaults)
+    captured = set()
+    for m in sorted(matches, key=lambda m: -m.variant.weight):
+        for k, v in m.vars.items():
+            if k not in captured:
+                values[k] = v
+                captured.add(k)
+    for var, (name, fmt) in _SUFFIXES.items():
+        if var in captured:
+            values[name] = fmt.format(values[var])
+    if "lib" in captured:
+        values["lib_stem"] = values["lib"].split(".so")[0]
+    return values
+
+
+def diagnose(scanner: Scanner, live: Optional[Mapping[str, List[str]]] = None) -> List[Diagnosis]:
+    """Ranked diagnoses, best first. ``live``: finding id -> evidence lines from this machine's probes."""
+    by_sig: Dict[str, List[Match]] = {}
+    for m in scanner.matches:
+        by_sig.setdefault(m.signature.id, []).append(m)
+    out: List[Diagnosis] = []
+    for sig_id, matches in by_sig.items():
+        sig = matches[0].signature
+        variants = {m.variant.name for m in matches}
+        score = max(m.variant.weight for m in matches) + 0.03 * min(len(variants) - 1, 2)
+        confirmed = list((live or {}).get(sig_id) or [])
+        if confirmed:
+            score += 0.1
+        score = min(score, 1.0)
+        values = _vars_for(sig, matches)
+        evidence: Dict[str, object] = {"log_lines": [f"line {m.line_no}: {m.line}" for m in matches[:3]],
+                                       "occurrences": sum(scanner.counts.get((sig_id, v), 0) for v in variants)}
+        evidence.update({k: v for k, v in values.items() if not k.endswith("_suffix") and k != "lib_stem"})
+        if confirmed:
+            evidence["this_machine"] = confirmed
+        fixes = tuple(Fix(_fill(str(f["summary"]), values), tuple(_fill(str(c), values) for c in f.get("commands") or ()))
+                      for f in sig.fixes)
+        finding = Finding(sig_id, Severity(sig.severity), sig.area, _fill(sig.title, values), evidence=evidence,
+                          fixes=fixes, doc=sig.doc, detail=sig.detail)
+        out.append(Diagnosis(finding, score, matches, confirmed))
+    # Best score first; on ties the class seen earliest in the log (the first error usually causes the rest).
+    out.sort(key=lambda d: (-d.score, min(m.line_no for m in d.matches)))
+    return out

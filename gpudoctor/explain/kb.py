@@ -1,0 +1,128 @@
+"""The signature knowledge base of `gpudoctor explain`: JSON data files in ``gpudoctor/explain/kb/``.
+
+One file per failure class (its finding id, the same ids ``gpudoctor check`` uses). Schema::
+
+    {"id": "driver.too_old", "area": "cuda", "severity": "fail",
+     "title": "template with {vars}", "detail": "...", "doc": "https://...",
+     "fixes": [{"summary": "template", "commands": ["template", ...]}],
+     "variants": [{"name": "cudart", "anchor": "insufficient", "literal": "driver version is insufficient",
+                   "regex": "optional, on the (lower-cased) line; named groups become {vars}",
+                   "weight": 0.9, "source": "https://... (the thread this variant comes from)"}],
+     "defaults": {"var": "text used when a variant did not capture it"}}
+
+``anchor`` is a short lower-case token that the scanner searches for with ``bytes.find`` (fast even on
+GB logs); ``literal`` must contain it and is checked on the candidate line; ``regex`` (optional) is
+applied only to that line, which is capped at :data:`MAX_LINE` bytes. Regexes must not nest
+quantifiers (``(a+)+``): :func:`load_kb` rejects them, so no pattern can backtrack catastrophically.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional, Pattern, Tuple
+
+__all__ = ["KbError", "Signature", "Variant", "load_kb", "KB_DIR", "MAX_LINE"]
+
+KB_DIR = Path(__file__).resolve().parent / "kb"
+#: Candidate lines longer than this are cut before any regex sees them (bytes).
+MAX_LINE = 4096
+_SEVERITIES = ("fail", "warn", "info")
+# A quantified group that itself contains a quantifier: the shape of catastrophic backtracking.
+_NESTED = re.compile(r"\((?:[^()\\]|\\.)*[+*}](?:[^()\\]|\\.)*\)[+*{]")
+
+
+class KbError(ValueError):
+    """A signature file is invalid (names the file and the problem)."""
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    anchor: bytes
+    literal: bytes
+    regex: Optional[Pattern[str]]
+    weight: float
+    source: str
+
+
+@dataclass(frozen=True)
+class Signature:
+    id: str
+    area: str
+    severity: str
+    title: str
+    detail: str
+    doc: Optional[str]
+    fixes: Tuple[Dict[str, object], ...]
+    variants: Tuple[Variant, ...]
+    defaults: Dict[str, str] = field(default_factory=dict)
+    file: str = ""
+
+
+def _variant(file: str, i: int, v: dict) -> Variant:
+    where = f"{file}: variants[{i}]"
+    for key in ("name", "anchor", "literal", "source"):
+        if not isinstance(v.get(key), str) or not v[key]:
+            raise KbError(f"{where}: '{key}' must be a non-empty string")
+    anchor, literal = v["anchor"], v["literal"]
+    if anchor != anchor.lower() or literal != literal.lower():
+        raise KbError(f"{where}: 'anchor' and 'literal' are matched on the lower-cased line: write them lower-case")
+    if anchor not in literal:
+        raise KbError(f"{where}: 'literal' must contain the 'anchor' {anchor!r}")
+    if not v["source"].startswith("https://"):
+        raise KbError(f"{where}: 'source' must be an https:// URL")
+    rx = None
+    if v.get("regex"):
+        if _NESTED.search(v["regex"]):
+            raise KbError(f"{where}: 'regex' nests quantifiers (catastrophic backtracking risk): {v['regex']!r}")
+        try:
+            rx = re.compile(v["regex"], re.IGNORECASE)
+        except re.error as exc:
+            raise KbError(f"{where}: 'regex' does not compile: {exc}") from None
+    weight = v.get("weight", 0.8)
+    if not isinstance(weight, (int, float)) or not 0 < weight <= 1:
+        raise KbError(f"{where}: 'weight' must be in (0, 1]")
+    extra = set(v) - {"name", "anchor", "literal", "regex", "weight", "source"}
+    if extra:
+        raise KbError(f"{where}: unknown field(s) {sorted(extra)}")
+    return Variant(v["name"], anchor.encode(), literal.encode(), rx, float(weight), v["source"])
+
+
+def _signature(path: Path) -> Signature:
+    file = path.name
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise KbError(f"{file}: cannot be read: {exc}") from None
+    if not isinstance(doc, dict):
+        raise KbError(f"{file}: must be a JSON object")
+    for key in ("id", "area", "severity", "title", "detail"):
+        if not isinstance(doc.get(key), str) or not doc[key]:
+            raise KbError(f"{file}: '{key}' must be a non-empty string")
+    if doc["severity"] not in _SEVERITIES:
+        raise KbError(f"{file}: 'severity' must be one of {_SEVERITIES}")
+    if file != f"{doc['id']}.json":
+        raise KbError(f"{file}: the file must be named after its id ({doc['id']}.json)")
+    variants = doc.get("variants")
+    if not isinstance(variants, list) or not variants:
+        raise KbError(f"{file}: 'variants' must be a non-empty list")
+    fixes = doc.get("fixes") or []
+    if not isinstance(fixes, list) or not all(isinstance(f, dict) and isinstance(f.get("summary"), str) for f in fixes):
+        raise KbError(f"{file}: 'fixes' must be a list of {{summary, commands}}")
+    extra = set(doc) - {"id", "area", "severity", "title", "detail", "doc", "fixes", "variants", "defaults"}
+    if extra:
+        raise KbError(f"{file}: unknown field(s) {sorted(extra)}")
+    return Signature(doc["id"], doc["area"], doc["severity"], doc["title"], doc["detail"], doc.get("doc"),
+                     tuple(fixes), tuple(_variant(file, i, v) for i, v in enumerate(variants)),
+                     dict(doc.get("defaults") or {}), file)
+
+
+def load_kb(directory: Optional[Path] = None) -> List[Signature]:
+    """Every signature file in ``directory`` (default: the shipped KB), sorted by id. Raises KbError."""
+    root = Path(directory) if directory else KB_DIR
+    files = sorted(root.glob("*.json"))
+    if not files:
+        raise KbError(f"{root}: no signature files")
+    return [_signature(p) for p in files]

@@ -1,0 +1,69 @@
+"""Join a log with this machine's facts (`explain --here`, and always for `explain -- CMD`).
+
+For each failure class, the facts of the same probes `gpudoctor check` runs that confirm it, as
+sentences: "your driver is 535.261.03, which supports CUDA ≤ 12.2; this runtime is 13.4". A class
+with no confirming fact gets no line (and no confidence bonus): facts never invent a diagnosis.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, Dict, List, Mapping, Optional
+
+from packaging.version import InvalidVersion, Version
+
+__all__ = ["collect", "evidence"]
+
+_PROBES = ("platform", "driver", "cuda", "toolkit")
+
+
+def collect(timeout: float = 10.0) -> Dict[str, Any]:
+    from gpudoctor.check import collect_facts
+
+    return collect_facts(_PROBES, timeout)
+
+
+def _v(text: Any) -> Optional[Version]:
+    try:
+        return Version(str(text))
+    except (InvalidVersion, TypeError):
+        return None
+
+
+def evidence(facts: Mapping[str, Any], env: Optional[Mapping[str, str]] = None) -> Dict[str, List[str]]:
+    """finding id -> sentences from this machine's facts that confirm that class."""
+    env = os.environ if env is None else env
+    out: Dict[str, List[str]] = {}
+    drv = facts.get("driver") or {}
+    nvml = drv.get("nvml") or {}
+    cuda = facts.get("cuda") or {}
+    version = nvml.get("driver_version") or (drv.get("kernel_module") or {}).get("version")
+    dcuda = nvml.get("cuda_driver_version") or cuda.get("driver_cuda_version")
+    runtimes = sorted({str(c.get("version")) for c in cuda.get("libcudart") or [] if c.get("version")} |
+                      ({str(cuda["runtime_version"])} if cuda.get("runtime_version") else set()), key=lambda s: _v(s) or Version("0"))
+    newer = [r for r in runtimes if _v(dcuda) and _v(r) and _v(r) > _v(dcuda)]
+    if newer and dcuda:
+        who = f"your driver is {version}" if version else "your driver"
+        out["driver.too_old"] = [f"{who}, which supports CUDA ≤ {dcuda}; CUDA runtime(s) here: {', '.join(newer)}"]
+    if nvml.get("reason") == "driver_not_loaded" or nvml.get("error") == "Driver Not Loaded":
+        out["driver.not_loaded"] = [f"NVML here: {nvml.get('error')}"]
+    if nvml.get("reason") == "version_mismatch" or "mismatch" in str(nvml.get("error", "")).lower():
+        out["driver.version_mismatch"] = [f"NVML here: {nvml.get('error')}"]
+    gpus = nvml.get("gpus") or []
+    if gpus:
+        out["arch.binary_missing"] = ["GPUs here: " + ", ".join(f"{g.get('name')} (compute capability "
+                                                                  f"{g.get('compute_capability')})" for g in gpus)]
+    for t in (facts.get("toolkit") or {}).get("toolkits") or []:
+        hc = t.get("host_compiler") or {}
+        limit = (t.get("host_config") or {}).get("max_gcc")
+        seen = hc.get("version_seen_by_nvcc")
+        if hc.get("kind") == "gnu" and limit and _v(seen) and _v(seen).major > int(limit):
+            out.setdefault("compiler.unsupported", []).append(
+                f"nvcc {t.get('release')} ({t.get('nvcc')}) would run gcc {seen}; it accepts gcc ≤ {limit}")
+    cvd = env.get("CUDA_VISIBLE_DEVICES")
+    if cvd is not None and (cvd.strip() in ("", "-1", "none", "NoDevFiles") or
+                            (gpus and cvd.strip().isdigit() and int(cvd.strip()) >= len(gpus))):
+        out["device.not_visible"] = [f"CUDA_VISIBLE_DEVICES={cvd!r} here, with {len(gpus)} GPU(s) present"]
+    plat = facts.get("platform") or {}
+    if (plat.get("container") or {}).get("is_container") and not gpus and not version:
+        out.setdefault("container.no_gpu", []).append("this is a container and no NVIDIA driver is visible in it")
+    return out
