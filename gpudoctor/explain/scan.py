@@ -1,9 +1,11 @@
 """Streaming log scanner: bounded memory and linear time, whatever the log (GBs, binary, no newlines).
 
-The log is fed in chunks. Each chunk is lower-cased once and searched for the KB's anchor tokens
-with ``bytes.find`` (a fast C loop); only lines holding an anchor are decoded and checked against
-that anchor's variants (literal, then the optional regex on a line cut to ``MAX_LINE`` bytes).
-Memory: the current chunk plus one unfinished line (itself capped at ``MAX_CARRY``).
+The log is fed in chunks. Each chunk is lower-cased once and searched for every variant's literal
+in one pass with an Aho-Corasick automaton (``ahocorasick_rs``, a maintained Rust library: a
+multi-pattern search is not ours to write). Without it, each anchor token is searched with
+``bytes.find`` (slower: one pass per anchor). Only a line holding a literal is decoded and checked
+against the variant's regex, on the line cut to ``MAX_LINE`` bytes. Memory: the current chunk plus
+one unfinished line (itself capped at ``MAX_CARRY``).
 """
 from __future__ import annotations
 
@@ -34,9 +36,14 @@ class Scanner:
 
     def __init__(self, kb: List[Signature]) -> None:
         self._by_anchor: Dict[bytes, List[Tuple[Signature, Variant]]] = {}
+        by_literal: Dict[bytes, List[Tuple[Signature, Variant]]] = {}
         for sig in kb:
             for var in sig.variants:
                 self._by_anchor.setdefault(var.anchor, []).append((sig, var))
+                by_literal.setdefault(var.literal, []).append((sig, var))
+        self._literals = list(by_literal)
+        self._by_index = [by_literal[lit] for lit in self._literals]
+        self._automaton = _automaton(self._literals)
         self._carry = b""
         self.lines = 0  # newlines consumed so far
         self.bytes = 0
@@ -66,44 +73,66 @@ class Scanner:
             self.lines -= 1
             self._carry = b""
 
-    def _scan(self, body: bytes) -> None:
-        low = body.lower()
-        spans: Dict[int, Tuple[int, List[bytes]]] = {}
-        for anchor in self._by_anchor:
+    def _hits(self, low: bytes) -> List[Tuple[int, Signature, Variant]]:
+        if self._automaton is not None:
+            return [(start, sig, var) for idx, start, _end in self._automaton.find_matches_as_indexes(low, overlapping=True)
+                    for sig, var in self._by_index[idx]]
+        hits: List[Tuple[int, Signature, Variant]] = []
+        for anchor, entries in self._by_anchor.items():
             pos = low.find(anchor)
             while pos >= 0:
-                start = low.rfind(b"\n", 0, pos) + 1
-                end = low.find(b"\n", pos)
-                end = len(low) if end < 0 else end
-                spans.setdefault(start, (end, []))[1].append(anchor)
-                pos = low.find(anchor, end)
+                # Compare the whole literal in place (one C-level slice) before any per-line work.
+                for sig, var in entries:
+                    start = pos - var.literal.find(anchor)
+                    if start >= 0 and low[start:start + len(var.literal)] == var.literal:
+                        hits.append((start, sig, var))
+                pos = low.find(anchor, pos + 1)
+        return hits
+
+    def _scan(self, body: bytes) -> None:
+        low = body.lower()
+        hits = self._hits(low)
+        seen = set()
         counted, line_no = 0, self.lines
-        for start in sorted(spans):
-            end, anchors = spans[start]
-            line_no += body.count(b"\n", counted, start)
-            counted = start
-            self._check_line(body[start:min(end, start + MAX_LINE)], low[start:min(end, start + MAX_LINE)],
-                             anchors, line_no + 1)
+        for pos, sig, var in sorted(hits, key=lambda h: h[0]):
+            line_start = low.rfind(b"\n", 0, pos) + 1
+            if (line_start, sig.id, var.name) in seen:
+                continue
+            seen.add((line_start, sig.id, var.name))
+            line_no += body.count(b"\n", counted, line_start)
+            counted = line_start
+            line_end = low.find(b"\n", pos)
+            line_end = len(low) if line_end < 0 else line_end
+            self._check(sig, var, body[line_start:min(line_end, line_start + MAX_LINE)], line_no + 1)
         self.lines += body.count(b"\n")
 
-    def _check_line(self, raw: bytes, low: bytes, anchors: List[bytes], line_no: int) -> None:
-        text: Optional[str] = None
-        for anchor in anchors:
-            for sig, var in self._by_anchor[anchor]:
-                if var.literal not in low:
-                    continue
-                if text is None:
-                    text = raw.decode("utf-8", errors="replace")
-                found: Dict[str, str] = {}
-                if var.regex is not None:
-                    m = var.regex.search(text)
-                    if m is None:
-                        continue
-                    found = {k: v for k, v in m.groupdict().items() if v}
-                key = (sig.id, var.name)
-                self.counts[key] = self.counts.get(key, 0) + 1
-                if self.counts[key] <= _KEEP:
-                    self.matches.append(Match(sig, var, line_no, text.strip()[:300], found))
+    def _check(self, sig: Signature, var: Variant, raw: bytes, line_no: int) -> None:
+        text = raw.decode("utf-8", errors="replace")
+        found: Dict[str, str] = {}
+        if var.regex is not None:
+            m = var.regex.search(text)
+            if m is None:
+                return
+            found = {k: v for k, v in m.groupdict().items() if v}
+        key = (sig.id, var.name)
+        self.counts[key] = self.counts.get(key, 0) + 1
+        if self.counts[key] <= _KEEP:
+            self.matches.append(Match(sig, var, line_no, text.strip()[:300], found))
+
+
+def _automaton(literals: List[bytes]):
+    """One-pass multi-pattern matcher over bytes, or None when ahocorasick_rs (or its bytes API) is missing."""
+    try:
+        import ahocorasick_rs as ac
+    except ImportError:
+        return None
+    if not hasattr(ac, "BytesAhoCorasick"):
+        return None
+    impl = getattr(getattr(ac, "Implementation", None), "DFA", None)
+    try:
+        return ac.BytesAhoCorasick(literals, implementation=impl) if impl is not None else ac.BytesAhoCorasick(literals)
+    except TypeError:  # older releases without the implementation argument
+        return ac.BytesAhoCorasick(literals)
 
 
 def scan_stream(kb: List[Signature], stream: BinaryIO, limit: Optional[int] = None) -> Scanner:
