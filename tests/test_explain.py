@@ -210,3 +210,16 @@ def test_corpus_accuracy():
         ranked = [d.finding.id for d in _explain(e["log"])]
         hits += bool({e["cause"], *e.get("also_ok", [])} & set(ranked[:3]))
     assert hits / len(entries) >= 0.85
+
+
+@pytest.mark.parametrize("capture,confirmed", [
+    ("h100-check.json", False),        # driver 580 (CUDA 13.0) with a 13.3 runtime: minor-version compatibility
+    ("cpu-debian12-check.json", True),  # driver-535 user space (CUDA 12.2) with CUDA 13 runtimes
+])
+def test_live_facts_confirm_driver_too_old_only_when_it_is(capture, confirmed):
+    """Real captured facts from `gpudoctor check --json` on the H100 and on this CPU machine."""
+    from gpudoctor.explain.live import evidence
+
+    report = json.loads((ROOT / "docs" / "examples" / capture).read_text())
+    facts = {k: v.get("facts") or {} for k, v in report["probes"].items()}
+    assert ("driver.too_old" in evidence(facts, env={})) is confirmed

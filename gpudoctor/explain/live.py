@@ -29,6 +29,25 @@ def _v(text: Any) -> Optional[Version]:
         return None
 
 
+def _too_new(runtime: str, driver: Optional[str], driver_cuda: Optional[str]) -> bool:
+    """A runtime the driver cannot run: per the matrix (Table 3, then minor-version compatibility, Table 2);
+    without a driver version, a newer CUDA major than the driver's. Newer minors of the same major run
+    through minor-version compatibility, so they do not count."""
+    rv, dv = _v(runtime), _v(driver_cuda)
+    if rv is None or dv is None:
+        return False
+    if driver:
+        from gpudoctor.matrix import MatrixError, load_matrix
+
+        try:
+            verdict = load_matrix().driver_supports(driver, f"{rv.major}.{rv.minor}")
+        except MatrixError:
+            verdict = "unknown"
+        if verdict != "unknown":
+            return verdict == "unsupported"
+    return rv.major > dv.major
+
+
 def evidence(facts: Mapping[str, Any], env: Optional[Mapping[str, str]] = None) -> Dict[str, List[str]]:
     """finding id -> sentences from this machine's facts that confirm that class."""
     env = os.environ if env is None else env
@@ -40,7 +59,7 @@ def evidence(facts: Mapping[str, Any], env: Optional[Mapping[str, str]] = None) 
     dcuda = nvml.get("cuda_driver_version") or cuda.get("driver_cuda_version")
     runtimes = sorted({str(c.get("version")) for c in cuda.get("libcudart") or [] if c.get("version")} |
                       ({str(cuda["runtime_version"])} if cuda.get("runtime_version") else set()), key=lambda s: _v(s) or Version("0"))
-    newer = [r for r in runtimes if _v(dcuda) and _v(r) and _v(r) > _v(dcuda)]
+    newer = [r for r in runtimes if _too_new(r, version, dcuda)]
     if newer and dcuda:
         who = f"your driver is {version}" if version else "your driver"
         out["driver.too_old"] = [f"{who}, which supports CUDA ≤ {dcuda}; CUDA runtime(s) here: {', '.join(newer)}"]
