@@ -50,7 +50,8 @@ class Diagnosis:
 
 
 _SUFFIXES = {"sm": ("sm_suffix", " ({})"), "arch": ("arch_suffix", " ({})"),
-             "alloc": ("alloc_suffix", " (tried to allocate {})")}
+             "alloc": ("alloc_suffix", " (tried to allocate {})"), "cuda": ("cuda_suffix", ": it requires CUDA {}"),
+             "got": ("cc_suffix", " ({})")}
 
 
 def _vars_for(sig, matches: List[Match]) -> Dict[str, str]:
