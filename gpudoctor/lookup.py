@@ -13,12 +13,12 @@ Each returns plain JSON data; :func:`render_text` prints it. Unknown keys raise
 from __future__ import annotations
 
 import difflib
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List
 
 from packaging.version import Version
 
 from gpudoctor.fatbin import coverage
-from gpudoctor.matrix import Matrix, sm_of
+from gpudoctor.matrix import Matrix, covers_cuda, sm_of
 
 __all__ = ["LookupFailed", "cuda_answer", "driver_answer", "gpu_answer", "render_text"]
 
@@ -29,13 +29,6 @@ class LookupFailed(ValueError):
 
 def _v(text: str) -> Version:
     return Version(text.replace(".x", ".999"))
-
-
-def _covers(lo: Optional[str], hi: Optional[str], majors, cuda: str) -> bool:
-    major = int(cuda.split(".")[0])
-    if major not in majors or (lo and _v(cuda) < _v(lo)):
-        return False
-    return not (hi and _v(cuda) > _v(hi) and not (hi.endswith(".x") and int(hi.split(".")[0]) == major))
 
 
 def cuda_answer(m: Matrix, version: str) -> Dict[str, Any]:
@@ -59,8 +52,8 @@ def cuda_answer(m: Matrix, version: str) -> Dict[str, Any]:
         "gpu_targets": {"min": rel.min_sm, "max": rel.max_sm, "all": list(rel.sms),
                         "arch_specific": [s for s in rel.sms if not s[-1].isdigit()]},
         "oses": [o.os for o in m.oses() if _v(o.cuda_min) <= _v(c) and (o.cuda_max is None or _v(c) <= _v(o.cuda_max))],
-        "cudnn": [r.cudnn for r in m.cudnn_releases() if _covers(r.cuda_min, r.cuda_max, r.cuda_majors, c)],
-        "tensorrt": [r.tensorrt for r in m.tensorrt_releases() if _covers(r.cuda_min, r.cuda_max, r.cuda_majors, c)],
+        "cudnn": [r.cudnn for r in m.cudnn_releases() if covers_cuda(r, c)],
+        "tensorrt": [r.tensorrt for r in m.tensorrt_releases() if covers_cuda(r, c)],
         "torch": [f"{t.torch}+cu{b.cuda.replace('.', '')}" for t in m.torch_releases() for b in t.builds if b.cuda == c],
         "tensorflow": [t.tensorflow for t in m.tensorflow_releases() if t.cuda == c],
         "unconfirmed": list(rel.unconfirmed),
@@ -111,10 +104,10 @@ def gpu_answer(m: Matrix, name: str) -> Dict[str, Any]:
         "arch_specific_targets": sorted({s for r in m.cuda_releases() for s in r.sms if s.startswith(sm) and s != sm}),
         # A library line serves the GPU when its SM range admits it and it supports a CUDA that can target it.
         "cudnn": [c.cudnn for c in m.cudnn_releases() if (not c.min_sm or int(c.min_sm[3:]) <= n)
-                  and any(_covers(c.cuda_min, c.cuda_max, c.cuda_majors, x) for x in cudas)],
+                  and any(covers_cuda(c, x) for x in cudas)],
         "tensorrt": [t.tensorrt for t in m.tensorrt_releases()
                      if (not t.min_sm or int(t.min_sm[3:]) <= n) and (not t.max_sm or n <= int(t.max_sm[3:]))
-                     and any(_covers(t.cuda_min, t.cuda_max, t.cuda_majors, x) for x in cudas)],
+                     and any(covers_cuda(t, x) for x in cudas)],
         "torch": {"sass": sass, "ptx_jit_only": ptx_only, "no_kernel_image": none},
         "unconfirmed": list(info.unconfirmed),
         "sources": list(info.source),

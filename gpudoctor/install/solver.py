@@ -23,7 +23,7 @@ from packaging.version import Version
 
 from gpudoctor.fatbin import coverage
 from gpudoctor.matrix import (
-    CudaRelease, CudnnRelease, Matrix, OsInfo, TensorrtRelease, TorchBuild, TorchRelease, sm_of,
+    CudaRelease, CudnnRelease, Matrix, OsInfo, TensorrtRelease, TorchBuild, TorchRelease, covers_cuda, sm_of,
 )
 
 __all__ = ["GpuTarget", "Pins", "Plan", "PlanError", "Target", "solve", "parse_pin"]
@@ -169,16 +169,6 @@ def cuda_for_driver(m: Matrix, target: Target, cuda: str, allow_mvc: bool) -> Op
             f"it runs CUDA {newest or 'none'} natively. Use --driver install, or pin an older CUDA")
 
 
-def _in_cuda_range(lo: Optional[str], hi: Optional[str], majors: Sequence[int], cuda: CudaRelease) -> bool:
-    if cuda.major not in majors:
-        return False
-    if lo and _v(cuda.cuda) < _v(lo):
-        return False
-    if hi and not hi.endswith(".x") and _v(cuda.cuda) > _v(hi):
-        return False
-    return not (hi and hi.endswith(".x") and cuda.major > int(hi.split(".")[0]))
-
-
 def _span(lo: Optional[str], hi: Optional[str], majors: Sequence[int]) -> str:
     low = lo or f"{majors[0]}.x"
     return f"{low} and newer" if hi is None else f"{low} to {hi}"
@@ -192,7 +182,7 @@ def _pinned_line_conflict(m: Matrix, pins: Pins) -> Optional[str]:
         if pin in (None, "none", "latest"):
             continue
         lines = [r for r in rows if _matches(pin, getattr(r, key))]
-        if lines and not any(_in_cuda_range(r.cuda_min, r.cuda_max, r.cuda_majors, c) for r in lines for c in cudas):
+        if lines and not any(covers_cuda(r, c.cuda) for r in lines for c in cudas):
             name = f"{what} {pin}" + (".x" if "." not in pin else "")
             los = [r.cuda_min or f"{r.cuda_majors[0]}.0" for r in lines]
             his = [r.cuda_max for r in lines]
@@ -223,7 +213,7 @@ def _pip_name(names: Sequence[str], stem: str, cuda_major: int) -> Optional[str]
 def cudnn_fits(target: Target, cuda: CudaRelease, c: CudnnRelease, pip_only: bool = False) -> Optional[str]:
     if pip_only and not _pip_name(c.pip, "nvidia-cudnn", cuda.major):
         return f"cuDNN {c.cudnn} has no nvidia-cudnn-cu{cuda.major} wheel"
-    if not _in_cuda_range(c.cuda_min, c.cuda_max, c.cuda_majors, cuda):
+    if not covers_cuda(c, cuda.cuda):
         return f"cuDNN {c.cudnn} supports CUDA {_span(c.cuda_min, c.cuda_max, c.cuda_majors)}, not {cuda.cuda}"
     if not _sm_ok(target.gpu, c.min_sm, None):
         return f"cuDNN {c.cudnn} needs {c.min_sm} or newer; {target.gpu.name} is {target.gpu.sm}"
@@ -236,7 +226,7 @@ def tensorrt_fits(target: Target, cuda: CudaRelease, cudnn: Optional[CudnnReleas
                   t: TensorrtRelease, pip_only: bool = False) -> Optional[str]:
     if pip_only and not _pip_name(t.pip, "tensorrt", cuda.major):
         return f"TensorRT {t.tensorrt} has no tensorrt-cu{cuda.major} wheel"
-    if not _in_cuda_range(t.cuda_min, t.cuda_max, t.cuda_majors, cuda):
+    if not covers_cuda(t, cuda.cuda):
         return f"TensorRT {t.tensorrt} supports CUDA {_span(t.cuda_min, t.cuda_max, t.cuda_majors)}, not {cuda.cuda}"
     if not _sm_ok(target.gpu, t.min_sm, t.max_sm):
         return f"TensorRT {t.tensorrt} supports {t.min_sm} to {t.max_sm}; {target.gpu.name} is {target.gpu.sm}"

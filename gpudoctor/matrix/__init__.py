@@ -31,7 +31,7 @@ from packaging.version import InvalidVersion, Version
 
 from gpudoctor.matrix.records import (
     CudaRelease, CudnnRelease, GpuInfo, JaxRelease, MinorCompat, OnnxruntimeRelease, OsInfo,
-    TensorflowRelease, TensorrtRelease, TorchBuild, TorchRelease, from_row,
+    TensorflowRelease, TensorrtRelease, TorchBuild, TorchRelease, covers_cuda, from_row,
 )
 from gpudoctor.matrix.schema import (
     _CC_RE, _OSES, _SM_RE, FILES, SCHEMA_VERSION, MatrixError, _major_minor, _parse_driver, sm_of, validate,
@@ -40,7 +40,7 @@ from gpudoctor.matrix.schema import (
 __all__ = [
     "FILES", "SCHEMA_VERSION", "CudaRelease", "CudnnRelease", "GpuInfo", "JaxRelease", "Matrix",
     "MatrixError", "MinorCompat", "OnnxruntimeRelease", "OsInfo", "TensorflowRelease", "TensorrtRelease",
-    "TorchBuild", "TorchRelease", "load_matrix", "sm_of",
+    "TorchBuild", "TorchRelease", "covers_cuda", "load_matrix", "sm_of",
 ]
 
 

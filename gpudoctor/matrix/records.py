@@ -15,7 +15,7 @@ from typing import Any, Mapping, Optional, Tuple, Type, TypeVar
 
 __all__ = [
     "CudaRelease", "CudnnRelease", "GpuInfo", "JaxRelease", "MinorCompat", "OnnxruntimeRelease",
-    "OsInfo", "TensorflowRelease", "TensorrtRelease", "TorchBuild", "TorchRelease", "from_row",
+    "OsInfo", "TensorflowRelease", "TensorrtRelease", "TorchBuild", "TorchRelease", "covers_cuda", "from_row",
 ]
 
 _EMPTY: Mapping[str, str] = MappingProxyType({})
@@ -268,6 +268,22 @@ class OnnxruntimeRelease:
     source: Tuple[str, ...]
     unconfirmed: Tuple[str, ...] = ()
     notes: Optional[str] = None
+
+
+def covers_cuda(row: "CudnnRelease | TensorrtRelease", cuda: str) -> bool:
+    """Whether a cuDNN or TensorRT line supports CUDA release ``cuda`` ("12.4"): its major is listed, and the
+    release lies between ``cuda_min`` and ``cuda_max`` ("12.x" admits every 12 minor; None: no bound)."""
+    major, minor = (int(x) for x in cuda.split(".")[:2])
+    if major not in row.cuda_majors:
+        return False
+
+    def mm(text: str) -> Tuple[int, int]:
+        a, b = text.split(".")
+        return int(a), (10**9 if b == "x" else int(b))
+
+    if row.cuda_min and (major, minor) < mm(row.cuda_min):
+        return False
+    return not (row.cuda_max and (major, minor) > mm(row.cuda_max))
 
 
 T = TypeVar("T")
