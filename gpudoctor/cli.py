@@ -25,7 +25,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"gpudoctor {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     c = sub.add_parser("check", help="probe this machine and report problems with fixes")
-    c.add_argument("--json", action="store_true", help="print the JSON report (docs/json-report.md)")
+    c.add_argument("--json", action="store_true", help="print the JSON report (docs/json-report.md); same as --format json")
+    c.add_argument("--format", choices=("console", "json", "junit", "markdown", "github"), default=None,
+                   help="output format (default console); markdown and github redact the report")
+    c.add_argument("--redact", action="store_true",
+                   help="remove hostnames, user names in paths, UUIDs and secret-looking values from the output")
     c.add_argument("-v", "--verbose", action="store_true", help="show the evidence behind every finding")
     c.add_argument("--strict", action="store_true", help="exit 1 on warnings too")
     c.add_argument("--no-smoke", action="store_true", help="skip the compile-and-run smoke tests")
@@ -79,6 +83,26 @@ def _matrix_query(args) -> int:
     return EXIT_OK
 
 
+def _write_report(report, fmt: str, redact: bool, strict: bool) -> None:
+    import json
+
+    from gpudoctor.render import ci_formats
+
+    data = report.to_dict()
+    if redact:
+        from gpudoctor.redact import redact as redact_data
+
+        data = redact_data(data)
+    if fmt == "json":
+        sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+    elif fmt == "markdown":
+        sys.stdout.write(ci_formats.markdown(data))
+    elif fmt == "github":
+        sys.stdout.write(ci_formats.github(data))
+    else:
+        sys.stdout.write(ci_formats.junit(data, strict=strict))
+
+
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     rest = None
@@ -119,10 +143,9 @@ def main(argv=None) -> int:
     except MatrixError as exc:
         print(f"gpudoctor: error: compatibility matrix is invalid: {exc}", file=sys.stderr)
         return EXIT_ERROR
-    if args.json:
-        from gpudoctor.render import json_report
-
-        sys.stdout.write(json_report.render(report) + "\n")
+    fmt = args.format or ("json" if args.json else "console")
+    if fmt != "console":
+        _write_report(report, fmt, redact=args.redact or fmt in ("markdown", "github"), strict=args.strict)
     else:
         from rich.console import Console
 
