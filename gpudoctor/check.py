@@ -46,7 +46,7 @@ class Report:
 
 
 def run_check(matrix, smoke: bool = True, timeout: float = 10.0, env: Optional[Mapping[str, str]] = None,
-              probes=None, engines=()) -> Report:
+              probes=None, engines=(), requirements=()) -> Report:
     """Run ``probes`` (default: all) concurrently, evaluate every rule against ``matrix``.
 
     ``matrix`` may be a callable returning the matrix: it is then loaded while the probes run
@@ -64,10 +64,11 @@ def run_check(matrix, smoke: bool = True, timeout: float = 10.0, env: Optional[M
     facts = Facts({n: r.facts for n, r in results.items() if r.status == "ok"},
                   {n: {"status": r.status, "error": r.error} for n, r in results.items()})
     osf = OsFlavor.from_platform(facts["platform"])
-    findings = evaluate(facts, RuleContext(matrix=matrix, os=osf))
+    findings = evaluate(facts, RuleContext(matrix=matrix, os=osf, requirements=tuple(requirements)))
     findings.sort(key=lambda f: -f.severity.rank)
     return Report(results, findings, time.monotonic() - t0, getattr(matrix, "data_version", None), osf,
-                  {"smoke": smoke, "timeout_s": timeout, "engines": list(engines)})
+                  {"smoke": smoke, "timeout_s": timeout, "engines": list(engines),
+                   "requirements": [r.text for r in requirements]})
 
 
 def collect_facts(names=("platform", "driver"), timeout: float = 10.0,

@@ -35,6 +35,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--no-smoke", action="store_true", help="skip the compile-and-run smoke tests")
     c.add_argument("--timeout", type=float, default=10.0, metavar="S", help="per-command timeout in seconds (default 10)")
     c.add_argument("--matrix", metavar="DIR", help="use the compatibility matrix in DIR instead of the bundled one")
+    c.add_argument("--require", action="append", default=[], metavar="SPEC",
+                   help="a requirement such as 'cuda>=12.4', 'cudnn==9.*', 'torch.arch>=sm_90' (repeatable; "
+                        "also read from gpudoctor.toml or [tool.gpudoctor] in pyproject.toml)")
     c.add_argument("--engine", action="append", default=[], metavar="FILE",
                    help="also check that this TensorRT engine plan loads here (repeatable)")
 
@@ -137,9 +140,18 @@ def main(argv=None) -> int:
     from gpudoctor.findings import Severity
     from gpudoctor.matrix import MatrixError, load_matrix
 
+    from gpudoctor.policy import PolicyError, load_policy
+
+    try:
+        policy = load_policy(args.require)
+    except PolicyError as exc:
+        print(f"gpudoctor: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    args.strict = args.strict or policy.strict
     try:  # the matrix loads while the probes run
         report = run_check(lambda: load_matrix(args.matrix) if args.matrix else load_matrix(),
-                           smoke=not args.no_smoke, timeout=args.timeout, engines=args.engine)
+                           smoke=not args.no_smoke, timeout=args.timeout, engines=args.engine,
+                           requirements=policy.requirements)
     except MatrixError as exc:
         print(f"gpudoctor: error: compatibility matrix is invalid: {exc}", file=sys.stderr)
         return EXIT_ERROR

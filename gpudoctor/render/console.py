@@ -8,10 +8,11 @@ from gpudoctor import __version__
 from gpudoctor.findings import Severity, worst
 
 AREAS = ("platform", "driver", "cuda", "devices", "toolkit", "cudnn", "tensorrt", "frameworks", "environment",
-         "smoke", "gpudoctor")
+         "smoke", "policy", "gpudoctor")
 TITLES = {"platform": "Platform", "driver": "NVIDIA driver", "cuda": "CUDA driver & runtime", "devices": "GPUs",
           "toolkit": "CUDA toolkit & host compiler", "cudnn": "cuDNN", "tensorrt": "TensorRT",
-          "frameworks": "Frameworks", "environment": "Environment", "smoke": "Smoke tests", "gpudoctor": "gpudoctor"}
+          "frameworks": "Frameworks", "environment": "Environment", "smoke": "Smoke tests", "policy": "Requirements",
+          "gpudoctor": "gpudoctor"}
 MARK = {Severity.OK: "[green]✓[/]", Severity.INFO: "[blue]•[/]", Severity.WARN: "[yellow]![/]", Severity.FAIL: "[red]✗[/]"}
 
 

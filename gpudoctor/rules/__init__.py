@@ -31,11 +31,12 @@ class Facts:
 class RuleContext:
     matrix: object  # gpudoctor.matrix.Matrix, or None when the matrix failed to load
     os: OsFlavor
+    requirements: tuple = ()  # gpudoctor.policy.Requirement (check --require, gpudoctor.toml)
 
 
 def _rules() -> List[Callable]:
     from gpudoctor.rules import (
-        cuda, devices, driver, engine, environment, frameworks, libraries, platform, smoke, toolkit,
+        cuda, devices, driver, engine, environment, frameworks, libraries, platform, policy, smoke, toolkit,
     )
 
     return [
@@ -49,6 +50,7 @@ def _rules() -> List[Callable]:
         environment.ld_library_path, environment.cuda_home,
         platform.wsl_driver, platform.container,
         smoke.nvrtc_smoke, smoke.nvcc_smoke, smoke.tensorrt_smoke,
+        policy.requirements,
         probe_failures,
     ]
 
