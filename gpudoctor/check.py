@@ -46,7 +46,7 @@ class Report:
 
 
 def run_check(matrix, smoke: bool = True, timeout: float = 10.0, env: Optional[Mapping[str, str]] = None,
-              probes=None, engines=(), requirements=()) -> Report:
+              probes=None, engines=(), requirements=(), no_gpu: bool = False, target_gpus=()) -> Report:
     """Run ``probes`` (default: all) concurrently, evaluate every rule against ``matrix``.
 
     ``matrix`` may be a callable returning the matrix: it is then loaded while the probes run
@@ -62,13 +62,33 @@ def run_check(matrix, smoke: bool = True, timeout: float = 10.0, env: Optional[M
         matrix = matrix()
     results = pending()
     facts = Facts({n: r.facts for n, r in results.items() if r.status == "ok"},
-                  {n: {"status": r.status, "error": r.error} for n, r in results.items()})
+                  {n: {"status": r.status, "error": r.error} for n, r in results.items()},
+                  targets=[{"index": "target", "name": name, "compute_capability": cc} for name, cc in target_gpus])
     osf = OsFlavor.from_platform(facts["platform"])
     findings = evaluate(facts, RuleContext(matrix=matrix, os=osf, requirements=tuple(requirements)))
+    if no_gpu:
+        findings = [_not_judged(f) for f in findings]
     findings.sort(key=lambda f: -f.severity.rank)
     return Report(results, findings, time.monotonic() - t0, getattr(matrix, "data_version", None), osf,
-                  {"smoke": smoke, "timeout_s": timeout, "engines": list(engines),
+                  {"smoke": smoke, "timeout_s": timeout, "engines": list(engines), "no_gpu": no_gpu,
+                   "target_gpus": [f"{n} ({cc})" for n, cc in target_gpus],
                    "requirements": [r.text for r in requirements]})
+
+
+#: What only a machine with its GPU and driver can judge: reported, but not failed, with --no-gpu (image builds).
+GPU_DEPENDENT = frozenset({
+    "driver.not_loaded", "driver.missing", "driver.version_mismatch", "driver.too_old", "driver.minor_version_compat",
+    "driver.ptx_too_new", "driver.no_permission", "device.not_visible", "gpu.health", "container.no_gpu",
+    "container.require_cuda", "framework.cuda_mismatch",
+})
+
+
+def _not_judged(f: Finding) -> Finding:
+    if f.id not in GPU_DEPENDENT or f.severity.rank <= Severity.INFO.rank:
+        return f
+    import dataclasses
+
+    return dataclasses.replace(f, severity=Severity.INFO, title=f"(--no-gpu: needs the GPU host) {f.title}")
 
 
 def collect_facts(names=("platform", "driver"), timeout: float = 10.0,

@@ -38,6 +38,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--require", action="append", default=[], metavar="SPEC",
                    help="a requirement such as 'cuda>=12.4', 'cudnn==9.*', 'torch.arch>=sm_90' (repeatable; "
                         "also read from gpudoctor.toml or [tool.gpudoctor] in pyproject.toml)")
+    c.add_argument("--no-gpu", action="store_true",
+                   help="image/build stage without a GPU: skip smoke tests, report driver/device checks without failing")
+    c.add_argument("--target-gpu", action="append", default=[], metavar="NAME|CC",
+                   help="judge arch coverage (frameworks, toolkit) for this GPU too, e.g. 'H100' or 8.9 (repeatable)")
     c.add_argument("--engine", action="append", default=[], metavar="FILE",
                    help="also check that this TensorRT engine plan loads here (repeatable)")
 
@@ -84,6 +88,27 @@ def _matrix_query(args) -> int:
         return EXIT_ERROR
     sys.stdout.write(json.dumps(data, indent=2) + "\n" if args.json else lookup.render_text(data))
     return EXIT_OK
+
+
+def _target_gpus(names, matrix_dir):
+    """(name, compute capability) for each --target-gpu: a product name from the matrix or a CC like 8.9."""
+    import re
+
+    out = []
+    if not names:
+        return out
+    from gpudoctor.matrix import load_matrix
+
+    m = load_matrix(matrix_dir) if matrix_dir else load_matrix()
+    for name in names:
+        if re.fullmatch(r"\d{1,2}\.\d", name.strip()):
+            out.append((f"compute capability {name.strip()}", name.strip()))
+            continue
+        info = m.gpu_by_name(name)
+        if info is None:
+            raise ValueError(f"--target-gpu {name!r}: no GPU in the matrix matches (give a product name or a CC like 8.9)")
+        out.append((name, info.cc))
+    return out
 
 
 def _write_report(report, fmt: str, redact: bool, strict: bool) -> None:
@@ -139,7 +164,6 @@ def main(argv=None) -> int:
     from gpudoctor.check import run_check
     from gpudoctor.findings import Severity
     from gpudoctor.matrix import MatrixError, load_matrix
-
     from gpudoctor.policy import PolicyError, load_policy
 
     try:
@@ -148,10 +172,15 @@ def main(argv=None) -> int:
         print(f"gpudoctor: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
     args.strict = args.strict or policy.strict
+    try:
+        targets = _target_gpus(list(policy.target_gpus) + list(args.target_gpu), args.matrix)
+    except (ValueError, MatrixError) as exc:
+        print(f"gpudoctor: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
     try:  # the matrix loads while the probes run
         report = run_check(lambda: load_matrix(args.matrix) if args.matrix else load_matrix(),
-                           smoke=not args.no_smoke, timeout=args.timeout, engines=args.engine,
-                           requirements=policy.requirements)
+                           smoke=not (args.no_smoke or args.no_gpu), timeout=args.timeout, engines=args.engine,
+                           requirements=policy.requirements, no_gpu=args.no_gpu, target_gpus=targets)
     except MatrixError as exc:
         print(f"gpudoctor: error: compatibility matrix is invalid: {exc}", file=sys.stderr)
         return EXIT_ERROR

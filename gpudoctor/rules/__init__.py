@@ -16,9 +16,12 @@ from gpudoctor.fixes import OsFlavor
 class Facts:
     """Read access to probe results: ``facts["driver"]`` is that probe's dict ({} when it failed)."""
 
-    def __init__(self, results: Dict[str, dict], statuses: Optional[Dict[str, dict]] = None):
+    def __init__(self, results: Dict[str, dict], statuses: Optional[Dict[str, dict]] = None,
+                 targets: Optional[List[dict]] = None):
         self._results = results
         self.statuses = statuses or {}
+        #: GPUs named with --target-gpu ({"index": "target", "name", "compute_capability"}): judged like real ones.
+        self.targets = list(targets or [])
 
     def __getitem__(self, name: str) -> dict:
         return self._results.get(name) or {}

@@ -46,12 +46,13 @@ def driver_cuda(facts) -> Tuple[Optional[str], str]:
 
 
 def gpus(facts) -> list:
-    """GPUs NVML sees (with compute capability), else those the CUDA driver API enumerates."""
+    """GPUs NVML sees (with compute capability), else those the CUDA driver API enumerates, plus --target-gpu ones."""
+    targets = list(getattr(facts, "targets", []) or [])  # --target-gpu: judged like GPUs that are present
     nvml = facts["driver"].get("nvml") or {}
     if nvml.get("gpus"):
-        return [g for g in nvml["gpus"] if g.get("compute_capability")]
+        return [g for g in nvml["gpus"] if g.get("compute_capability")] + targets
     return [dict(d, index=d.get("ordinal")) for d in (facts["cuda"].get("api") or {}).get("devices", [])
-            if d.get("compute_capability")]
+            if d.get("compute_capability")] + targets
 
 
 def sm(cc: str) -> str:
