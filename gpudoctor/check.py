@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import time
 from dataclasses import dataclass, field
 from typing import Dict, List, Mapping, Optional
@@ -37,6 +38,7 @@ class Report:
             "gpudoctor_version": __version__,
             "matrix_data_version": self.matrix_version,
             "generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "host": socket.gethostname(),  # names the node in `gpudoctor fleet`; removed by --redact
             "elapsed_s": round(self.elapsed_s, 3),
             "options": self.options,
             "summary": {s.value: self.count(s) for s in Severity},

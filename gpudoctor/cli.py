@@ -1,4 +1,4 @@
-"""Command line: ``gpudoctor check | install | matrix | inspect``.
+"""Command line: ``gpudoctor check | install | matrix | inspect | explain | compare | fleet``.
 
 Exit codes (docs/exit-codes.md): 0 no failures, 1 failures found (or warnings with
 --strict), 2 usage or internal error (including a corrupt compatibility matrix).
@@ -60,6 +60,16 @@ def build_parser() -> argparse.ArgumentParser:
     x = sub.add_parser("explain", help="diagnose an error log: explain LOGFILE | - | -- CMD ARGS")
     explain_arguments(x)
 
+    cp = sub.add_parser("compare", help="what differs between a working and a broken report (most likely culprit first)")
+    cp.add_argument("a", metavar="A.json", help="report from the working machine (gpudoctor check --json)")
+    cp.add_argument("b", metavar="B.json", help="report from the broken one")
+    cp.add_argument("--json", action="store_true")
+    cp.add_argument("--limit", type=int, default=25, metavar="N", help="differences to show (default 25)")
+
+    fl = sub.add_parser("fleet", help="aggregate reports from many nodes: groups by software, flags outliers")
+    fl.add_argument("paths", nargs="+", metavar="REPORT|DIR")
+    fl.add_argument("--json", action="store_true")
+
     q = sub.add_parser("matrix", help="ask the compatibility matrix: cuda X.Y | driver VERSION | gpu NAME")
     q.add_argument("kind", choices=("cuda", "driver", "gpu"))
     q.add_argument("value", metavar="VALUE")
@@ -88,6 +98,41 @@ def _matrix_query(args) -> int:
         return EXIT_ERROR
     sys.stdout.write(json.dumps(data, indent=2) + "\n" if args.json else lookup.render_text(data))
     return EXIT_OK
+
+
+def _compare(args) -> int:
+    """Exit 0 whatever differs; 2 when a file is not a readable gpudoctor report."""
+    import json
+    from pathlib import Path
+
+    from gpudoctor import compare, fleet
+
+    loaded, errors = fleet.load_reports([args.a, args.b])
+    if errors or len(loaded) != 2:
+        for e in errors:
+            print(f"gpudoctor: error: {e['path']}: {e['error']}", file=sys.stderr)
+        return EXIT_ERROR
+    result = compare.compare(loaded[0]["report"], loaded[1]["report"], labels=(Path(args.a).name, Path(args.b).name))
+    sys.stdout.write(json.dumps(result, indent=2, default=str) + "\n" if args.json
+                     else compare.render_text(result, limit=max(1, args.limit)))
+    return EXIT_OK
+
+
+def _fleet(args) -> int:
+    """Exit 0: no outliers and every file usable; 1: outliers or unusable files; 2: no usable report."""
+    import json
+
+    from gpudoctor import fleet
+
+    reports, errors = fleet.load_reports(args.paths)
+    if not reports:
+        for e in errors:
+            print(f"gpudoctor: error: {e['path']}: {e['error']}", file=sys.stderr)
+        print("gpudoctor: error: no usable gpudoctor report", file=sys.stderr)
+        return EXIT_ERROR
+    result = fleet.aggregate(reports, errors)
+    sys.stdout.write(json.dumps(result, indent=2, default=str) + "\n" if args.json else fleet.render_text(result))
+    return EXIT_FINDINGS if (result["outliers"] or result["errors"]) else EXIT_OK
 
 
 def _target_gpus(names, matrix_dir):
@@ -151,6 +196,10 @@ def main(argv=None) -> int:
         return run(args)
     if args.command == "matrix":
         return _matrix_query(args)
+    if args.command == "compare":
+        return _compare(args)
+    if args.command == "fleet":
+        return _fleet(args)
     if args.command == "inspect":
         from gpudoctor.inspect.command import run as inspect_run
 

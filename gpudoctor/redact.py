@@ -58,6 +58,8 @@ class Redactor:
         if isinstance(obj, str):
             if _SECRET_KEY.search(key) and obj:
                 return "<redacted>"
+            if key.lower() in ("host", "hostname", "nodename", "node") and obj:
+                return "<host>"  # even a short hostname, which the text pass leaves alone
             return self.text(obj)
         return obj
 

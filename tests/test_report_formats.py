@@ -23,12 +23,12 @@ def test_redaction_of_the_real_h100_report():
 
 def test_redaction_of_hosts_users_and_secrets():
     r = Redactor(hostnames=["gpu-node-17.example.org", "gpu-node-17"], users=["alice"])
-    data = {"path": "/home/alice/venv/lib/libcudnn.so.9", "win": "C:\\Users\\bob\\cuda", "host": "gpu-node-17 up",
+    data = {"path": "/home/alice/venv/lib/libcudnn.so.9", "win": "C:\\Users\\bob\\cuda", "motd": "gpu-node-17 up",
             "vars": {"HF_TOKEN": "anything", "CUDA_HOME": "/usr/local/cuda-12.4", "NVCC_FLAGS": "-O2"},
             "log": "export X=ghp_abcdefghijklmnopqrstuvwxyz0123 and AKIAABCDEFGHIJKLMNOP", "owner": "alice built it"}
     out = r.value(data)
     assert out["path"] == "/home/<user>/venv/lib/libcudnn.so.9" and out["win"] == "C:\\Users\\<user>\\cuda"
-    assert out["host"] == "<host> up" and out["owner"] == "<user> built it"
+    assert out["motd"] == "<host> up" and out["owner"] == "<user> built it"
     assert out["vars"] == {"HF_TOKEN": "<redacted>", "CUDA_HOME": "/usr/local/cuda-12.4", "NVCC_FLAGS": "-O2"}
     assert "ghp_" not in out["log"] and "AKIA" not in out["log"]
     assert data["vars"]["HF_TOKEN"] == "anything"  # the input is not modified
