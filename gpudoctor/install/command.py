@@ -58,16 +58,15 @@ def plan_to_dict(plan: "Plan") -> Dict[str, Any]:
 
 
 def _load_report(path: str) -> Dict[str, Any]:
+    """A saved report, read and checked by the same code as `gpudoctor fleet` / `compare`."""
+    from gpudoctor.fleet import load_reports
     from gpudoctor.install.solver import PlanError
 
-    try:
-        with open(path, encoding="utf-8") as fh:
-            data = json.loads(fh.read(64 * 1024 * 1024))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise PlanError(f"--from-check {path}: cannot read a gpudoctor JSON report ({exc})") from None
-    if not isinstance(data, dict) or not isinstance(data.get("probes"), dict):
-        raise PlanError(f"--from-check {path}: not a `gpudoctor check --json` report (no 'probes')")
-    return data
+    reports, errors = load_reports([path])
+    if errors or not reports:
+        why = errors[0]["error"] if errors else "no report"
+        raise PlanError(f"--from-check {path}: cannot read a gpudoctor JSON report ({why})")
+    return reports[0]["report"]
 
 
 def _from_check(source: str, timeout: float) -> Dict[str, Any]:
