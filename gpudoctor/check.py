@@ -47,18 +47,31 @@ class Report:
         }
 
 
-def run_check(matrix, smoke: bool = True, timeout: float = 10.0, env: Optional[Mapping[str, str]] = None,
+#: Longest a quick query (a tool's --version, a child asking a library) may take, seconds; never more than a
+#: third of the budget, so one hanging tool leaves time for the rest of the check.
+QUERY_TIMEOUT = 10.0
+
+
+def probe_budget(timeout: float) -> float:
+    """The probes' share of ``check --timeout S``: S less about a second for rules and rendering."""
+    return max(timeout - 1.0, timeout * 0.7)
+
+
+def run_check(matrix, smoke: bool = True, timeout: float = 30.0, env: Optional[Mapping[str, str]] = None,
               probes=None, engines=(), requirements=(), no_gpu: bool = False, target_gpus=()) -> Report:
     """Run ``probes`` (default: all) concurrently, evaluate every rule against ``matrix``.
 
     ``matrix`` may be a callable returning the matrix: it is then loaded while the probes run
-    (its errors, e.g. :class:`gpudoctor.matrix.MatrixError`, propagate)."""
+    (its errors, e.g. :class:`gpudoctor.matrix.MatrixError`, propagate). ``timeout`` is the
+    check's wall-clock budget in seconds: the probes stop (their commands killed, what happened
+    recorded) :func:`probe_budget` seconds after the start; no query waits more than
+    :data:`QUERY_TIMEOUT`."""
     from gpudoctor.probes import ALL
     from gpudoctor.rules import Facts, RuleContext, evaluate
 
     t0 = time.monotonic()
-    ctx = ProbeContext(env=dict(env if env is not None else os.environ), smoke=smoke, timeout=timeout,
-                       engines=tuple(engines))
+    ctx = ProbeContext(env=dict(env if env is not None else os.environ), smoke=smoke,
+                       timeout=min(timeout / 3, QUERY_TIMEOUT), budget=probe_budget(timeout), engines=tuple(engines))
     pending = start_probes(probes or ALL, ctx)
     if callable(matrix):
         matrix = matrix()
@@ -99,6 +112,7 @@ def collect_facts(names=("platform", "driver"), timeout: float = 10.0,
     from gpudoctor.probes import ALL
     from gpudoctor.runner import run_probes
 
-    ctx = ProbeContext(env=dict(env if env is not None else os.environ), smoke=False, timeout=timeout)
+    ctx = ProbeContext(env=dict(env if env is not None else os.environ), smoke=False,
+                       timeout=min(timeout / 3, QUERY_TIMEOUT), budget=probe_budget(timeout))
     results = run_probes([p for p in ALL if p.name in names], ctx)
     return {name: (r.facts or {}) for name, r in results.items()}

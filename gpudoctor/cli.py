@@ -6,6 +6,7 @@ Exit codes (docs/exit-codes.md): 0 no failures, 1 failures found (or warnings wi
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from gpudoctor import __version__
@@ -33,7 +34,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("-v", "--verbose", action="store_true", help="show the evidence behind every finding")
     c.add_argument("--strict", action="store_true", help="exit 1 on warnings too")
     c.add_argument("--no-smoke", action="store_true", help="skip the compile-and-run smoke tests")
-    c.add_argument("--timeout", type=float, default=10.0, metavar="S", help="per-command timeout in seconds (default 10)")
+    c.add_argument("--timeout", type=float, default=30.0, metavar="S",
+                   help="the check finishes within S seconds whatever hangs (default 30); a tool that does not "
+                        "answer in time is reported with its path")
     c.add_argument("--matrix", metavar="DIR", help="use the compatibility matrix in DIR instead of the bundled one")
     c.add_argument("--require", action="append", default=[], metavar="SPEC",
                    help="a requirement such as 'cuda>=12.4', 'cudnn==9.*', 'torch.arch>=sm_90' (repeatable; "
@@ -44,6 +47,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="judge arch coverage (frameworks, toolkit) for this GPU too, e.g. 'H100' or 8.9 (repeatable)")
     c.add_argument("--engine", action="append", default=[], metavar="FILE",
                    help="also check that this TensorRT engine plan loads here (repeatable)")
+    c.add_argument("-o", "--output", metavar="FILE",
+                   help="write the report (any --format) to FILE atomically: a check killed mid-way leaves no file "
+                        "or the previous complete one")
 
     from gpudoctor.install.command import add_arguments
 
@@ -156,24 +162,51 @@ def _target_gpus(names, matrix_dir):
     return out
 
 
-def _write_report(report, fmt: str, redact: bool, strict: bool) -> None:
+def _report_text(report, fmt: str, redact: bool, strict: bool, verbose: bool) -> str:
+    """The report in ``fmt`` (json | markdown | github | junit | console without colour or wrapping)."""
     import json
 
     from gpudoctor.render import ci_formats
 
+    if fmt == "console":
+        import io
+
+        from rich.console import Console
+
+        from gpudoctor.render import console
+
+        buf = io.StringIO()
+        console.render(report, Console(file=buf, color_system=None, no_color=True, soft_wrap=True, width=10_000),
+                       verbose=verbose)
+        return buf.getvalue()
     data = report.to_dict()
     if redact:
         from gpudoctor.redact import redact as redact_data
 
         data = redact_data(data)
     if fmt == "json":
-        sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
-    elif fmt == "markdown":
-        sys.stdout.write(ci_formats.markdown(data))
-    elif fmt == "github":
-        sys.stdout.write(ci_formats.github(data))
-    else:
-        sys.stdout.write(ci_formats.junit(data, strict=strict))
+        return json.dumps(data, indent=2, default=str) + "\n"
+    if fmt == "markdown":
+        return ci_formats.markdown(data)
+    if fmt == "github":
+        return ci_formats.github(data)
+    return ci_formats.junit(data, strict=strict)
+
+
+def _probes_still_running() -> bool:
+    import threading
+
+    return any(t.name.startswith("probe-") and t.is_alive() for t in threading.enumerate())
+
+
+def _exit_now_if_stuck(code: int) -> int:
+    """A probe stuck past the budget (a hung native call, a blocked read) must not keep the process
+    alive at exit (thread pools are joined at interpreter exit): flush and leave at once."""
+    if _probes_still_running():
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
 
 
 def main(argv=None) -> int:
@@ -234,13 +267,23 @@ def main(argv=None) -> int:
         print(f"gpudoctor: error: compatibility matrix is invalid: {exc}", file=sys.stderr)
         return EXIT_ERROR
     fmt = args.format or ("json" if args.json else "console")
-    if fmt != "console":
-        _write_report(report, fmt, redact=args.redact or fmt in ("markdown", "github"), strict=args.strict)
+    bad = report.worst.rank >= (Severity.WARN.rank if args.strict else Severity.FAIL.rank)
+    code = EXIT_FINDINGS if bad else EXIT_OK
+    redact = args.redact or fmt in ("markdown", "github")
+    if args.output:
+        from gpudoctor.render.atomic import write_atomic
+
+        try:
+            write_atomic(args.output, _report_text(report, fmt, redact, args.strict, args.verbose))
+        except OSError as exc:
+            print(f"gpudoctor: error: cannot write {args.output}: {exc.strerror or exc}", file=sys.stderr)
+            return _exit_now_if_stuck(EXIT_ERROR)
+    elif fmt != "console":
+        sys.stdout.write(_report_text(report, fmt, redact, args.strict, args.verbose))
     else:
         from rich.console import Console
 
         from gpudoctor.render import console
 
         console.render(report, Console(), verbose=args.verbose)
-    bad = report.worst.rank >= (Severity.WARN.rank if args.strict else Severity.FAIL.rank)
-    return EXIT_FINDINGS if bad else EXIT_OK
+    return _exit_now_if_stuck(code)

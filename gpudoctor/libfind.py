@@ -63,30 +63,51 @@ def site_packages_dirs() -> List[str]:
     return out
 
 
-def ldconfig_cache(timeout: float = 5.0) -> List[dict]:
-    """Parsed ``ldconfig -p``; empty when ldconfig is missing (e.g. on Windows or musl)."""
-    for exe in ("/sbin/ldconfig", "/usr/sbin/ldconfig", "ldconfig"):
-        res = run([exe, "-p"], timeout=timeout)
-        if res.ok:
-            return parsers.parse_ldconfig_p(res.stdout)
-    return []
+def ldconfig_cache(timeout: float = 5.0, env: Optional[Mapping[str, str]] = None, problems: Optional[list] = None) -> List[dict]:
+    """Parsed ``ldconfig -p`` of the ldconfig a shell would run (PATH, then /sbin and /usr/sbin);
+    empty when there is none (Windows, musl). A failing ldconfig is appended to ``problems``."""
+    import shutil
+
+    search = os.pathsep.join(p for p in ((env or {}).get("PATH", ""), "/sbin", "/usr/sbin") if p)
+    exe = shutil.which("ldconfig", path=search)
+    if not exe:
+        return []
+    res = run([exe, "-p"], timeout=timeout)
+    entries = parsers.parse_ldconfig_p(res.stdout) if res.ok else []
+    if not entries and problems is not None:
+        rec = res.problem(unparsable="library cache entries")
+        if rec:
+            problems.append(rec)
+    return entries
 
 
-def pip_owned_libs(site_dirs: List[str]) -> Dict[str, Tuple[str, str]]:
+#: dist-info directories whose RECORD and METADATA probes rely on (CUDA wheels, TensorRT, frameworks).
+_DIST_GLOBS = ("nvidia_*.dist-info", "tensorrt*.dist-info", "cuda_*.dist-info", "torch-*.dist-info",
+               "jax*.dist-info", "cupy*.dist-info", "onnxruntime*.dist-info", "tensorflow*.dist-info")
+
+
+def pip_owned_libs(site_dirs: List[str], problems: Optional[list] = None) -> Dict[str, Tuple[str, str]]:
     """Map realpath of each shared library shipped by an ``nvidia-*`` (or ``tensorrt*``)
-    wheel to (distribution name, version), read from the wheels' RECORD files."""
+    wheel to (distribution name, version), read from the wheels' RECORD files. A dist-info
+    without RECORD or METADATA (an interrupted or hand-copied install) is appended to ``problems``."""
+    from gpudoctor import problems as P
+
     owned: Dict[str, Tuple[str, str]] = {}
     for sp in site_dirs:
-        for info in glob.glob(os.path.join(sp, "nvidia_*.dist-info")) + glob.glob(os.path.join(sp, "tensorrt*.dist-info")):
+        for info in sorted({i for g in _DIST_GLOBS for i in glob.glob(os.path.join(sp, g))}):
             name, version = _dist_name_version(info)
-            try:
-                with open(os.path.join(info, "RECORD"), encoding="utf-8", errors="replace") as fh:
-                    for line in fh:
-                        rel = line.split(",", 1)[0]
-                        if ".so" in rel or rel.endswith(".dll"):
-                            owned[os.path.realpath(os.path.join(sp, rel))] = (name, version)
-            except OSError:
+            missing = [f for f in ("METADATA", "RECORD") if not os.path.isfile(os.path.join(info, f))]
+            if missing and problems is not None:
+                problems.append(P.record(info, "broken_dist",
+                                         f"{os.path.basename(info)} has no {' and no '.join(missing)}: pip cannot verify, "
+                                         "upgrade or uninstall this package"))
+            if not os.path.basename(info).startswith(("nvidia_", "tensorrt")):
                 continue
+            text = P.read_text(os.path.join(info, "RECORD"), problems, limit=16 << 20)
+            for line in (text or "").splitlines():
+                rel = line.split(",", 1)[0]
+                if ".so" in rel or rel.endswith(".dll"):
+                    owned[os.path.realpath(os.path.join(sp, rel))] = (name, version)
     return owned
 
 
@@ -101,10 +122,12 @@ class LibraryIndex:
 
     def __init__(self, env: Mapping[str, str], timeout: float = 5.0):
         self.env = env
+        #: Problem records (see gpudoctor.problems): a failing ldconfig, broken dist-infos.
+        self.problems: List[dict] = []
         self.ld_library_path = [d for d in env.get("LD_LIBRARY_PATH", "").split(":") if d]
-        self.cache = ldconfig_cache(timeout)
+        self.cache = ldconfig_cache(timeout, env, self.problems)
         self.site_dirs = site_packages_dirs()
-        self.pip_owned = pip_owned_libs(self.site_dirs)
+        self.pip_owned = pip_owned_libs(self.site_dirs, self.problems)
         self.dirs = self._search_dirs()
 
     def _search_dirs(self) -> List[Tuple[str, str]]:
@@ -148,17 +171,23 @@ class LibraryIndex:
 
     def loader_pick(self, soname: str) -> Optional[str]:
         """The file ``dlopen(soname)`` would open from a binary without RPATH, or None."""
+        trace = self.loader_trace(soname)
+        return trace["path"] if trace else None
+
+    def loader_trace(self, soname: str) -> Optional[dict]:
+        """Like :meth:`loader_pick`, with why: ``{"path", "via": "LD_LIBRARY_PATH"|"ldconfig"|"default dirs",
+        "entry": the LD_LIBRARY_PATH entry or directory that holds it}``, or None."""
         for d in self.ld_library_path:
             cand = os.path.join(d, soname)
             if os.path.isfile(cand):
-                return cand
+                return {"path": cand, "via": "LD_LIBRARY_PATH", "entry": d}
         for e in self.cache:
             if e["soname"] == soname and "x86-64" in e.get("arch", "x86-64"):
-                return e["path"]
+                return {"path": e["path"], "via": "ldconfig", "entry": os.path.dirname(e["path"])}
         for d in DEFAULT_DIRS:
             cand = os.path.join(d, soname)
             if os.path.isfile(cand):
-                return cand
+                return {"path": cand, "via": "default dirs", "entry": d}
         return None
 
 

@@ -44,6 +44,7 @@ __all__ = [
     "parse_nvidia_smi_xml",
     "parse_nvidia_smi_L",
     "parse_nvidia_smi_error",
+    "parse_smi_query_csv",
     "version_from_soname",
 ]
 
@@ -833,6 +834,24 @@ _SMI_ERRORS = (
     ("nvml_unknown_error", "failed to initialize nvml: unknown error"),
     ("no_devices", "no devices were found"),
 )
+
+
+_SMI_VERSION_RE = re.compile(r"^\d{2,4}\.\d{1,3}(?:\.\d{1,3})?$")
+
+
+def parse_smi_query_csv(text) -> List[tuple]:
+    """Rows of ``nvidia-smi --query-gpu=driver_version,name --format=csv,noheader``:
+    ``"580.95.05, NVIDIA H100 80GB HBM3"`` -> ``[("580.95.05", "NVIDIA H100 80GB HBM3")]``.
+    Lines whose first field is not a driver version are skipped (so garbage gives ``[]``).
+    At most 64 rows are read. Never raises."""
+    rows = []
+    for line in _text(text).splitlines()[:256]:
+        ver, sep, name = line.partition(",")
+        if sep and _SMI_VERSION_RE.match(ver.strip()) and name.strip():
+            rows.append((ver.strip(), name.strip()[:128]))
+            if len(rows) == 64:
+                break
+    return rows
 
 
 def parse_nvidia_smi_error(text) -> Optional[str]:

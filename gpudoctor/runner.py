@@ -14,19 +14,24 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Callable, Dict, Iterable, Mapping, Optional, Tuple
 
+from gpudoctor import subproc
+
 
 @dataclass
 class ProbeContext:
     """What every probe may read: the environment it diagnoses and shared, memoised scans.
 
     ``env`` is a snapshot of the environment (tests pass their own); ``smoke`` says
-    whether smoke tests (compiles and launches) may run; ``timeout`` is each
-    subprocess's budget in seconds.
+    whether smoke tests (compiles and launches) may run; ``timeout`` is the longest a
+    quick query (``nvcc --version``, a child asking a library) may take, in seconds;
+    ``budget`` is the whole run's wall-clock budget in seconds (None: each probe's own
+    limit only): no command outlives it (see :func:`gpudoctor.subproc.budget`).
     """
 
     env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     smoke: bool = True
     timeout: float = 10.0
+    budget: Optional[float] = None
     #: Interpreter whose environment the child-process probes inspect (cuda-python, NVRTC, imports).
     python: str = field(default_factory=lambda: sys.executable)
     #: TensorRT engine plans to read (``check --engine FILE``).
@@ -74,11 +79,17 @@ def run_probes(probes: Iterable[Probe], ctx: ProbeContext) -> Dict[str, ProbeRes
 
 def start_probes(probes: Iterable[Probe], ctx: ProbeContext) -> Callable[[], Dict[str, ProbeResult]]:
     """Start all ``probes``; the returned function waits (each probe up to its own timeout,
-    counted from the start) and returns the results keyed by name, in the given order."""
+    counted from the start, and never past ``ctx.budget``) and returns the results keyed by
+    name, in the given order. At the budget's end every command still running is killed, the
+    probes get :data:`gpudoctor.subproc.GRACE` seconds to record that, and any probe still busy
+    is reported as ``timeout``."""
     probes = list(probes)
     results: Dict[str, ProbeResult] = {}
     threads = []
     start = time.monotonic()
+    budget = subproc.Budget(ctx.budget) if ctx.budget else None
+    if budget is not None:
+        subproc.install(budget)
 
     def body(p: Probe) -> None:
         t0 = time.monotonic()
@@ -96,16 +107,28 @@ def start_probes(probes: Iterable[Probe], ctx: ProbeContext) -> Callable[[], Dic
         threads.append((p, t))
 
     def wait() -> Dict[str, ProbeResult]:
-        return _collect(probes, threads, results, start)
+        try:
+            return _collect(probes, threads, results, start, budget)
+        finally:
+            if budget is not None:
+                subproc.uninstall(budget)
 
     return wait
 
 
-def _collect(probes, threads, results, start) -> Dict[str, ProbeResult]:
+def _collect(probes, threads, results, start, budget) -> Dict[str, ProbeResult]:
+    end = budget.deadline if budget is not None else float("inf")
     for p, t in threads:
-        t.join(max(0.0, p.timeout - (time.monotonic() - start)))
-        if t.is_alive():
-            results[p.name] = ProbeResult(
-                p.name, "timeout", None, f"{p.name} probe timed out after {p.timeout:g} s", time.monotonic() - start
-            )
+        t.join(max(0.0, min(start + p.timeout, end) - time.monotonic()))
+    if budget is not None and any(t.is_alive() for _, t in threads):
+        budget.expire()  # kill what still runs; the probes record it as a fact
+        grace_end = time.monotonic() + subproc.GRACE
+        for _, t in threads:
+            t.join(max(0.0, grace_end - time.monotonic()))
+    for p, t in threads:
+        if p.name not in results:
+            over_budget = budget is not None and time.monotonic() >= budget.deadline
+            why = (f"did not finish within the check's {budget.seconds:g} s budget (--timeout)" if over_budget
+                   else f"timed out after {p.timeout:g} s")
+            results[p.name] = ProbeResult(p.name, "timeout", None, f"{p.name} probe {why}", time.monotonic() - start)
     return {p.name: results[p.name] for p in probes}

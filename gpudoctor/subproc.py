@@ -1,18 +1,31 @@
 """Run external commands with a timeout, turning every failure into data.
 
 Probes never see an exception from here: a missing binary, a hang or a crash
-comes back as a :class:`CommandResult` whose ``error`` says what happened.
+comes back as a :class:`CommandResult` whose ``error`` says what happened and
+whose :meth:`CommandResult.problem` is the record the report is built from.
+
+A check has one wall-clock budget (``gpudoctor check --timeout S``): while a
+:func:`budget` is open, every command's timeout is cut to what is left of it,
+no new command starts once it has run out, and :func:`Budget.expire` kills every
+command still running (the runner calls it at the deadline), so one hanging tool
+costs the budget once, not once per call.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
+import threading
+import time
 from dataclasses import dataclass
 from typing import Mapping, Optional, Sequence
 
-#: Output kept per stream (bytes). Logs beyond this are cut, not buffered without bound.
+#: Output kept per stream (bytes): the first MAX_OUTPUT, plus the last TAIL bytes when a tool
+#: prints more (a 100 MB log is drained and dropped, never buffered).
 MAX_OUTPUT = 256 * 1024
+TAIL = 16 * 1024
+_CHUNK = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -21,6 +34,7 @@ class CommandResult:
 
     ``returncode`` is None when the command did not finish (not found, timed out).
     ``error`` is a one-line human description of a failure to run, else None.
+    ``truncated`` says that a stream was longer than :data:`MAX_OUTPUT` (its middle is dropped).
     """
 
     argv: tuple
@@ -29,6 +43,9 @@ class CommandResult:
     stderr: str
     error: Optional[str] = None
     timed_out: bool = False
+    truncated: bool = False
+    signal_name: Optional[str] = None
+    seconds: float = 0.0
 
     @property
     def ok(self) -> bool:
@@ -37,6 +54,109 @@ class CommandResult:
     @property
     def output(self) -> str:
         return (self.stdout + ("\n" if self.stdout and self.stderr else "") + self.stderr).strip()
+
+    @property
+    def shown(self) -> str:
+        """The command line as a user would type it (arguments after the first three elided)."""
+        extra = " ..." if len(self.argv) > 4 else ""
+        return " ".join(self.argv[:4]) + extra
+
+    def last_line(self) -> Optional[str]:
+        """The last non-empty line of stderr (else stdout), cut to 200 characters."""
+        for text in (self.stderr, self.stdout):
+            lines = [l.strip() for l in text.splitlines() if l.strip()]
+            if lines:
+                return lines[-1][:200]
+        return None
+
+    def problem(self, unparsable: Optional[str] = None) -> Optional[dict]:
+        """The problem record (see :mod:`gpudoctor.problems`) for a command that failed, or that
+        succeeded but printed nothing usable (``unparsable`` says what was expected); None when fine."""
+        from gpudoctor import problems
+
+        if self.error and self.returncode is None and not self.timed_out:
+            kind = "not_found" if self.error.endswith(": not found") else "cannot_run"
+            return problems.record(self.argv[0], kind, self.error, command=self.shown)
+        if self.timed_out:
+            return problems.record(self.argv[0], "timeout", self.error, command=self.shown, last_line=self.last_line())
+        if self.signal_name:
+            return problems.record(self.argv[0], "signal", self.error, command=self.shown, last_line=self.last_line())
+        if self.returncode != 0:
+            return problems.record(self.argv[0], "exit", f"{os.path.basename(self.argv[0])} exited with code {self.returncode}",
+                                   command=self.shown, last_line=self.last_line())
+        if unparsable:
+            first = next((l.strip() for l in self.output.splitlines() if l.strip()), "")
+            what = f"{os.path.basename(self.argv[0])} printed no {unparsable}" + (
+                f" (it printed {len(self.stdout) + len(self.stderr)} characters; first line: {first[:120]!r})" if first else
+                " (empty output)")
+            return problems.record(self.argv[0], "unparsable", what, command=self.shown)
+        return None
+
+
+class Budget:
+    """The wall-clock budget of one check: a deadline (``time.monotonic()``) and the commands running under it."""
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+        self.deadline = time.monotonic() + seconds
+        self.expired = False
+        self._live = set()
+        self._lock = threading.Lock()
+
+    def remaining(self) -> float:
+        return self.deadline - time.monotonic()
+
+    def _add(self, proc) -> bool:
+        with self._lock:
+            if self.expired:
+                return False
+            self._live.add(proc)
+            return True
+
+    def _discard(self, proc) -> None:
+        with self._lock:
+            self._live.discard(proc)
+
+    def expire(self) -> None:
+        """Stop: kill every command still running (their whole process groups); start no new one."""
+        with self._lock:
+            self.expired = True
+            live = list(self._live)
+        for proc in live:
+            _kill_group(proc)
+
+
+_current: Optional[Budget] = None
+_current_lock = threading.Lock()
+
+
+def install(b: Budget) -> None:
+    """Make ``b`` the budget every :func:`run` in this process obeys (one check at a time)."""
+    global _current
+    with _current_lock:
+        _current = b
+
+
+def uninstall(b: Budget) -> None:
+    global _current
+    with _current_lock:
+        if _current is b:
+            _current = None
+
+
+@contextlib.contextmanager
+def budget(seconds: float):
+    """Open a check-wide :class:`Budget` of ``seconds`` for every :func:`run` in this process."""
+    b = Budget(seconds)
+    install(b)
+    try:
+        yield b
+    finally:
+        uninstall(b)
+
+
+#: Seconds kept back from the deadline so a probe can still record what happened to its command.
+GRACE = 0.5
 
 
 def run(
@@ -49,9 +169,19 @@ def run(
     """Run ``argv`` (no shell) and return its result; never raises for run-time failures.
 
     The child gets its own process group so that a timeout kills the whole tree
-    (nvcc spawns cicc/ptxas/gcc; killing only nvcc would leave them running).
+    (nvcc spawns cicc/ptxas/gcc; killing only nvcc would leave them running). Under a
+    :func:`budget`, ``timeout`` is cut to the budget's remainder (less :data:`GRACE`).
     """
     argv = tuple(str(a) for a in argv)
+    b = _current
+    if b is not None:
+        left = b.remaining() - GRACE
+        if b.expired or left <= 0:
+            return CommandResult(argv, None, "", "", timed_out=True,
+                                 error=f"{os.path.basename(argv[0])} not run: the check's {b.seconds:g} s budget (--timeout) ran out")
+        if left < timeout:
+            timeout = left
+    t0 = time.monotonic()
     try:
         proc = subprocess.Popen(
             argv,
@@ -66,36 +196,102 @@ def run(
         return CommandResult(argv, None, "", "", error=f"{argv[0]}: not found")
     except OSError as exc:
         return CommandResult(argv, None, "", "", error=f"{argv[0]}: cannot run ({exc.strerror or exc})")
-    try:
-        out, err = proc.communicate(input=input_text.encode() if input_text is not None else None, timeout=timeout)
-    except subprocess.TimeoutExpired:
+    if b is not None and not b._add(proc):
         _kill_group(proc)
-        out, err = proc.communicate()
-        return CommandResult(
-            argv, None, _decode(out), _decode(err),
-            error=f"{os.path.basename(argv[0])} timed out after {timeout:g} s", timed_out=True,
-        )
-    rc = proc.returncode
-    error = None
-    if rc is not None and rc < 0:
+    try:
+        return _wait(proc, argv, timeout, input_text, b, t0)
+    finally:
+        if b is not None:
+            b._discard(proc)
+
+
+def _wait(proc, argv, timeout, input_text, b, t0) -> CommandResult:
+    out, err = _Drain(proc.stdout), _Drain(proc.stderr)
+    if input_text is not None:
         try:
-            name = signal.Signals(-rc).name
+            proc.stdin.write(input_text.encode())
+            proc.stdin.close()
+        except OSError:
+            pass
+    timed_out = False
+    try:
+        proc.wait(timeout=max(timeout, 0.0))
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        _kill_group(proc)
+        proc.wait()
+    _kill_group(proc)  # whatever the tool left running in its group may hold the pipes open
+    out.join(1.0)
+    err.join(1.0)
+    name = os.path.basename(argv[0])
+    seconds = time.monotonic() - t0
+    stdout, stderr, cut = out.text(), err.text(), out.truncated or err.truncated
+    if timed_out:
+        return CommandResult(argv, None, stdout, stderr, error=f"{name} timed out after {timeout:.3g} s",
+                             timed_out=True, truncated=cut, seconds=seconds)
+    rc = proc.returncode
+    if rc < 0 and b is not None and b.expired:
+        return CommandResult(argv, None, stdout, stderr, timed_out=True, truncated=cut, seconds=seconds,
+                             error=f"{name} was stopped after {seconds:.3g} s: the check's {b.seconds:g} s budget (--timeout) ran out")
+    if rc < 0:
+        try:
+            sig = signal.Signals(-rc).name
         except ValueError:
-            name = f"signal {-rc}"
-        error = f"{os.path.basename(argv[0])} was killed by {name}"
-    return CommandResult(argv, rc, _decode(out), _decode(err), error=error)
+            sig = f"signal {-rc}"
+        return CommandResult(argv, rc, stdout, stderr, error=f"{name} was killed by {sig}", signal_name=sig,
+                             truncated=cut, seconds=seconds)
+    return CommandResult(argv, rc, stdout, stderr, truncated=cut, seconds=seconds)
+
+
+class _Drain:
+    """Read a pipe to its end in a thread, keeping its head and tail only (bounded memory)."""
+
+    def __init__(self, pipe):
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.truncated = False
+        self._pipe = pipe
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        try:
+            while True:
+                chunk = self._pipe.read1(_CHUNK) if hasattr(self._pipe, "read1") else self._pipe.read(_CHUNK)
+                if not chunk:
+                    break
+                room = MAX_OUTPUT - len(self.head)
+                if room > 0:
+                    self.head += chunk[:room]
+                    chunk = chunk[room:]
+                if chunk:
+                    self.truncated = True
+                    self.tail += chunk
+                    if len(self.tail) > TAIL:
+                        del self.tail[:-TAIL]
+        except (OSError, ValueError):
+            pass
+
+    def join(self, seconds: float) -> None:
+        self._thread.join(seconds)
+        if self._thread.is_alive():
+            try:
+                self._pipe.close()
+            except OSError:
+                pass
+
+    def text(self) -> str:
+        data = bytes(self.head)
+        if self.truncated:
+            data += b"\n[... output cut by gpudoctor ...]\n" + bytes(self.tail)
+        return data.decode("utf-8", errors="replace")
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        proc.kill()
-
-
-def _decode(data: Optional[bytes]) -> str:
-    if not data:
-        return ""
-    if len(data) > MAX_OUTPUT:
-        data = data[:MAX_OUTPUT]
-    return data.decode("utf-8", errors="replace")
+    except (ProcessLookupError, PermissionError, OSError):
+        try:
+            proc.kill()
+        except OSError:
+            pass

@@ -302,6 +302,43 @@ def task_libversions(paths) -> dict:
     return out
 
 
+def task_stubcheck(paths) -> dict:
+    """Ask each libcuda / libnvidia-ml file itself whether it is a driver: ``cuInit(0)`` (a toolkit stub
+    returns CUDA_ERROR_STUB_LIBRARY = 34, cuda.h) or ``nvmlInit_v2()`` (the NVML stub prints its own
+    "is a stub library" warning and returns NVML_ERROR_DRIVER_NOT_LOADED = 9)."""
+    import io
+
+    out = {}
+    for path in paths:
+        base = os.path.basename(path)
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError as exc:
+            out[path] = {"load_error": str(exc)}
+            continue
+        if base.startswith("libcuda"):
+            rc = int(lib.cuInit(0))
+            out[path] = {"call": "cuInit(0)", "result": rc, "stub": rc == 34,
+                         "result_name": "CUDA_ERROR_STUB_LIBRARY" if rc == 34 else None}
+        elif base.startswith("libnvidia-ml"):
+            r, w = os.pipe()  # the stub prints its warning on fd 1: capture it, keep our JSON line clean
+            saved = os.dup(1)
+            sys.stdout.flush()
+            os.dup2(w, 1)
+            try:
+                rc = int(lib.nvmlInit_v2())
+                if rc == 0:
+                    lib.nvmlShutdown()
+            finally:
+                os.dup2(saved, 1)
+                os.close(w)
+            printed = os.read(r, 65536).decode(errors="replace")
+            os.close(r)
+            out[path] = {"call": "nvmlInit_v2()", "result": rc, "stub": "stub library" in printed,
+                         "printed": printed.strip()[-300:]}
+    return out
+
+
 def main(argv) -> int:
     task = argv[0] if argv else ""
     try:
@@ -311,6 +348,8 @@ def main(argv) -> int:
             result = task_nvrtc_smoke()
         elif task == "libversions":
             result = task_libversions(argv[1:])
+        elif task == "stubcheck":
+            result = task_stubcheck(argv[1:])
         elif task == "trt-smoke":
             from gpudoctor.trt_smoke import trt_smoke_main
 

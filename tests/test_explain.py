@@ -223,3 +223,143 @@ def test_live_facts_confirm_driver_too_old_only_when_it_is(capture, confirmed):
     report = json.loads((ROOT / "docs" / "examples" / capture).read_text())
     facts = {k: v.get("facts") or {} for k, v in report["probes"].items()}
     assert ("driver.too_old" in evidence(facts, env={})) is confirmed
+
+
+# ----------------------------------------------------------------------------- driver.stub_library
+
+# Each form the CUDA stub library failure takes, as the tools print it. The names and the message are
+# NVIDIA's: CUDA_ERROR_STUB_LIBRARY = 34 (cuda.h), cudaErrorStubLibrary = 34 (driver_types.h), whose
+# cudaGetErrorString is "CUDA driver is a stub library"; the NVML stub prints its own warning.
+STUB_LINES = [
+    "numba.cuda.cudadrv.driver.CudaAPIError: [34] Call to cuInit results in CUDA_ERROR_STUB_LIBRARY",
+    "E0000 00:00:1712345678.123456 1234 cuda_driver.cc:282] failed call to cuInit: CUDA_ERROR_STUB_LIBRARY: "
+    "CUDA driver is a stub library",
+    "(<CUresult.CUDA_ERROR_STUB_LIBRARY: 34>,)",
+    "cuda.bindings.runtime.cudaGetDeviceCount() -> (<cudaError_t.cudaErrorStubLibrary: 34>, 0)",
+    "UserWarning: CUDA initialization: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions "
+    "before calling NumCudaDevices() that might have already set an error? Error 34: CUDA driver is a stub library",
+    "cupy_backends.cuda.api.runtime.CUDARuntimeError: cudaErrorStubLibrary: CUDA driver is a stub library",
+    "RuntimeError: Failed to get cuGetProcAddress_v2",
+    "libnvidia-ml.so in GDK package is a stub library that is attached only for\nbuild purposes (e.g. machine that you "
+    "build your application doesn't have\nto have Display Driver installed).\nLinked to libnvidia-ml library at wrong "
+    "path : /usr/local/cuda/lib64/stubs/libnvidia-ml.so\n\nNVIDIA-SMI has failed because it couldn't communicate with "
+    "the NVIDIA driver. Make sure that the latest NVIDIA driver is installed and running.",
+    "\tlibcuda.so.1 (libc6,x86-64) => /usr/local/cuda-12.4/targets/x86_64-linux/lib/stubs/libcuda.so.1",
+    "\tlibcuda.so.1 => /opt/conda/lib/stubs/libcuda.so.1 (0x00007f3a1c000000)",
+    "Warp CUDA error: Failed to get driver entry point 'cuInit' (CUDA error 34)",
+]
+
+
+@pytest.mark.parametrize("text", STUB_LINES)
+def test_stub_library_forms_are_recognised(text):
+    ranked = _explain("loading model\n" + text + "\ndone\n")
+    assert ranked and ranked[0].finding.id == "driver.stub_library", [d.finding.id for d in ranked]
+    top = ranked[0].finding
+    assert top.severity.value == "fail" and top.area == "driver"
+    commands = [c for f in top.fixes for c in f.commands]
+    assert any("grep -v '/stubs'" in c and "LD_LIBRARY_PATH" in c for c in commands)
+    assert any(c.startswith("ldconfig -p") for c in commands) and any("--gpus all" in c for c in commands)
+
+
+def test_stub_library_captures_the_stub_path():
+    d = _explain("\tlibnvidia-ml.so.1 (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/stubs/libnvidia-ml.so.1\n")[0]
+    assert d.finding.id == "driver.stub_library" and "libnvidia-ml" in d.finding.title
+    assert d.finding.evidence["stub_path"] == "/usr/lib/x86_64-linux-gnu/stubs/libnvidia-ml.so.1"
+
+
+@pytest.mark.parametrize("line", [
+    "error 34",
+    "make[2]: *** [CMakeFiles/app.dir/build.make:76: app] Error 34",
+    "OSError: [Errno 34] Numerical result out of range",
+    "Traceback: request failed with error 34 after 3 retries",
+    "CUDA error 340 at kernel.cu:12",
+    # a link line names the stubs directory legitimately: that is what stubs are for
+    "/usr/bin/c++ -O3 main.o -o app -L/usr/local/cuda/lib64/stubs -lcuda /usr/local/cuda/lib64/stubs/libcuda.so",
+])
+def test_a_bare_34_or_a_link_line_is_not_the_stub_library(line):
+    assert "driver.stub_library" not in [d.finding.id for d in _explain(line + "\n")]
+
+
+_STUB = Path("/usr/lib/x86_64-linux-gnu/stubs/libcuda.so")
+
+
+@pytest.mark.skipif(not _STUB.exists(), reason=f"no CUDA stub libcuda here ({_STUB} is missing)")
+def test_a_real_stub_libcuda_is_diagnosed(tmp_path):
+    """The real failure: libcuda.so.1 linked into a stubs directory on LD_LIBRARY_PATH. cuda-bindings cannot
+    even start ('Failed to get cuGetProcAddress_v2'), and cuInit through ctypes returns the bare 34, which
+    alone is not enough; explain on the run's output names driver.stub_library."""
+    import shlex
+
+    stubs = tmp_path / "cuda" / "lib64" / "stubs"
+    stubs.mkdir(parents=True)
+    (stubs / "libcuda.so.1").symlink_to(_STUB)
+    bindings = "from cuda.bindings import driver; print(driver.cuInit(0))"
+    ctypes_init = "import ctypes; print(ctypes.CDLL('libcuda.so.1').cuInit(0))"
+    env = dict(os.environ, LD_LIBRARY_PATH=str(stubs))
+    raw = subprocess.run([sys.executable, "-c", ctypes_init], capture_output=True, text=True, timeout=60, env=env)
+    assert raw.stdout.strip() == "34", raw  # CUDA_ERROR_STUB_LIBRARY, as a bare number
+    assert "driver.stub_library" not in [d.finding.id for d in _explain(raw.stdout)]
+    script = " ; ".join(f"LD_LIBRARY_PATH={shlex.quote(str(stubs))} {shlex.quote(sys.executable)} -c {shlex.quote(c)}"
+                        for c in (ctypes_init, bindings))
+    out = _gd("explain", "--json", "--", "sh", "-c", script)
+    data = json.loads(out.stdout)
+    assert b"Failed to get cuGetProcAddress_v2" in out.stderr, out.stderr[-2000:]
+    assert data["command_exit"] != 0 and data["diagnoses"][0]["id"] == "driver.stub_library", data["diagnoses"]
+
+
+_CUDART13 = Path("/usr/local/cuda/lib64/libcudart.so.13")
+
+
+@pytest.mark.skipif(not (_STUB.exists() and _CUDART13.exists()),
+                    reason=f"needs {_STUB} and the CUDA 13 runtime {_CUDART13}")
+def test_the_real_runtime_message_on_a_stub(tmp_path):
+    """The CUDA 13 runtime on the stub: cudaGetDeviceCount fails, and its own error name and string are the
+    ones the signature is written from."""
+    stubs = tmp_path / "stubs"
+    stubs.mkdir()
+    (stubs / "libcuda.so.1").symlink_to(_STUB)
+    code = ("import ctypes; rt = ctypes.CDLL(%r); n = ctypes.c_int(); e = rt.cudaGetDeviceCount(ctypes.byref(n)); "
+            "rt.cudaGetErrorName.restype = rt.cudaGetErrorString.restype = ctypes.c_char_p; "
+            "print(e, rt.cudaGetErrorName(e).decode(), rt.cudaGetErrorString(e).decode())") % str(_CUDART13)
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         env=dict(os.environ, LD_LIBRARY_PATH=str(stubs)))
+    assert run.stdout.strip() == "34 cudaErrorStubLibrary CUDA driver is a stub library", run
+    ranked = _explain(run.stdout)
+    assert ranked[0].finding.id == "driver.stub_library" and ranked[0].score >= 0.9
+
+
+def test_live_facts_name_the_stub_the_loader_picks():
+    from gpudoctor.explain.live import evidence
+
+    facts = {"driver": {"stub_libraries": [
+        {"library": "libcuda", "soname": "libcuda.so.1", "path": "/x/stubs/libcuda.so", "via": "LD_LIBRARY_PATH",
+         "entry": "/x/stubs"},
+        {"library": "libnvidia-ml", "soname": "libnvidia-ml.so.1",
+         "path": "/usr/local/cuda/lib64/stubs/libnvidia-ml.so.1", "via": "ldconfig",
+         "entry": "/usr/local/cuda/lib64/stubs", "ld_so_conf": "/etc/ld.so.conf.d/cuda-stubs.conf"},
+        {"library": "libcuda", "soname": "libcuda.so", "path": "/usr/lib64/libcuda.so", "via": "default dirs",
+         "entry": "/usr/lib64"},
+        "not a dict",
+    ]}}
+    assert evidence(facts, env={})["driver.stub_library"] == [
+        "the loader picks the stub /x/stubs/libcuda.so for libcuda.so.1 (from LD_LIBRARY_PATH entry /x/stubs)",
+        "the loader picks the stub /usr/local/cuda/lib64/stubs/libnvidia-ml.so.1 for libnvidia-ml.so.1 "
+        "(from the ldconfig cache, directory /usr/local/cuda/lib64/stubs, listed in /etc/ld.so.conf.d/cuda-stubs.conf)",
+        "the loader picks the stub /usr/lib64/libcuda.so for libcuda.so (in the loader's default directory /usr/lib64)",
+    ]
+    for empty in ({}, {"driver": {}}, {"driver": {"stub_libraries": []}}, {"driver": {"stub_libraries": None}}):
+        assert "driver.stub_library" not in evidence(empty, env={})
+    # joined with a log, the facts confirm the class and raise its score
+    sc = Scanner(KB)
+    sc.feed(b"RuntimeError: CUDA driver is a stub library\n")
+    sc.close()
+    top = diagnose(sc, evidence(facts, env={}))[0]
+    assert top.finding.id == "driver.stub_library" and top.confirmed_by and top.score == 1.0
+
+
+def test_fallback_scanner_agrees_on_stub_library(monkeypatch):
+    text = "\n".join(STUB_LINES) + "\n"
+    fast = [(d.finding.id, [m.line_no for m in d.matches]) for d in _explain(text)]
+    monkeypatch.setattr(scan_mod, "_automaton", lambda literals: None)
+    slow = [(d.finding.id, [m.line_no for m in d.matches]) for d in _explain(text)]
+    assert fast == slow and fast[0][0] == "driver.stub_library"

@@ -48,6 +48,29 @@ def _too_new(runtime: str, driver: Optional[str], driver_cuda: Optional[str]) ->
     return rv.major > dv.major
 
 
+def _stub_sentence(stub: Mapping[str, Any]) -> str:
+    """One stub the loader would pick (the driver probe's ``stub_libraries`` entry), as a sentence:
+    "the loader picks the stub /x/stubs/libcuda.so for libcuda.so.1 (from LD_LIBRARY_PATH entry /x/stubs)"."""
+    path = stub.get("path")
+    if not path:
+        return ""
+    soname = stub.get("soname") or (f"{stub['library']}.so.1" if stub.get("library") else "the driver library")
+    via, entry = stub.get("via"), stub.get("entry")
+    if via == "LD_LIBRARY_PATH":
+        where = f" (from LD_LIBRARY_PATH entry {entry})" if entry else " (from LD_LIBRARY_PATH)"
+    elif via == "ldconfig":
+        conf = stub.get("ld_so_conf")
+        where = (f" (from the ldconfig cache, directory {entry}" if entry else " (from the ldconfig cache") + \
+            (f", listed in {conf})" if conf else ")")
+    elif via == "default dirs":
+        where = f" (in the loader's default directory {entry})" if entry else " (in a default loader directory)"
+    elif via:
+        where = f" (via {via}{' ' + str(entry) if entry else ''})"
+    else:
+        where = ""
+    return f"the loader picks the stub {path} for {soname}{where}"
+
+
 def evidence(facts: Mapping[str, Any], env: Optional[Mapping[str, str]] = None) -> Dict[str, List[str]]:
     """finding id -> sentences from this machine's facts that confirm that class."""
     env = os.environ if env is None else env
@@ -67,6 +90,9 @@ def evidence(facts: Mapping[str, Any], env: Optional[Mapping[str, str]] = None) 
         out["driver.not_loaded"] = [f"NVML here: {nvml.get('error')}"]
     if nvml.get("reason") == "version_mismatch" or "mismatch" in str(nvml.get("error", "")).lower():
         out["driver.version_mismatch"] = [f"NVML here: {nvml.get('error')}"]
+    stubs = [_stub_sentence(s) for s in drv.get("stub_libraries") or [] if isinstance(s, Mapping)]
+    if any(stubs):
+        out["driver.stub_library"] = [s for s in stubs if s]
     gpus = nvml.get("gpus") or []
     if gpus:
         out["arch.binary_missing"] = ["GPUs here: " + ", ".join(f"{g.get('name')} (compute capability "

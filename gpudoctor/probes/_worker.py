@@ -4,23 +4,37 @@ from __future__ import annotations
 import json
 import os
 
+from gpudoctor import problems
 from gpudoctor.subproc import run
 
 _PKG_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def run_worker(ctx, task: str, *args: str, timeout: float = None) -> dict:
-    """``{"worker_error": "..."}`` when the child crashed, hung or printed no JSON."""
+    """The child's JSON result; ``{"worker_error": "...", "stderr_tail", "problems": [record]}`` when it
+    crashed, hung or printed no JSON (the record names the child's command: ``python -m gpudoctor.worker TASK``)."""
     env = dict(ctx.env)
     env["PYTHONPATH"] = _PKG_PARENT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     res = run([ctx.python, "-m", "gpudoctor.worker", task, *args], timeout=timeout or ctx.timeout, env=env)
     if res.error:
-        return {"worker_error": res.error, "stderr_tail": res.stderr[-2000:]}
+        return {"worker_error": res.error, "stderr_tail": res.stderr[-2000:], "problems": [_problem(ctx, task, args, res)]}
     last = res.stdout.strip().splitlines()[-1] if res.stdout.strip() else ""
     try:
         return json.loads(last)
     except ValueError:
-        return {"worker_error": f"worker exited with {res.returncode} and no result", "stderr_tail": res.stderr[-2000:]}
+        what = f"worker exited with {res.returncode} and no result"
+        return {"worker_error": what, "stderr_tail": res.stderr[-2000:],
+                "problems": [_problem(ctx, task, args, res, unparsable="JSON result")]}
+
+
+def _problem(ctx, task, args, res, unparsable=None) -> dict:
+    rec = res.problem(unparsable=unparsable) or {}
+    # The path users recognise is what the child was asked about (a library), else the interpreter.
+    rec = dict(rec, path=args[0] if len(args) == 1 and os.path.isabs(args[0]) else ctx.python,
+               command=f"{ctx.python} -m gpudoctor.worker {task}" + (" ..." if args else ""))
+    rec.setdefault("kind", "exit")
+    rec.setdefault("what", f"python -m gpudoctor.worker {task} failed")
+    return rec
 
 
 def ask_libraries(ctx, paths) -> dict:
@@ -37,4 +51,7 @@ def ask_libraries(ctx, paths) -> dict:
     out = {}
     for p, a in zip(paths, answers):
         out[p] = a.get(p) if p in a else {"load_error": a.get("worker_error", "no answer")}
+        if out[p].get("load_error"):
+            out[p]["problems"] = [problems.record(p, "load_error", f"{os.path.basename(p)} fails to load: "
+                                                  f"{str(out[p]['load_error']).splitlines()[0][:200]}")]
     return out

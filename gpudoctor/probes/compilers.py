@@ -14,13 +14,15 @@ from gpudoctor.subproc import run
 _VERSIONED = re.compile(r"^(g\+\+|clang\+\+)-(\d+)(?:\.\d+)?$")
 
 
-def _version(path: str, timeout: float):
-    res = run([path, "--version"], timeout=timeout)
-    if not res.ok:
-        return None, res.error or res.output[-200:]
-    text = res.stdout
-    v = parsers.parse_clang_version(text) if "clang" in text.lower() else parsers.parse_gcc_version(text)
-    return v, None
+def _version(path: str, timeout: float, env=None):
+    """(version, error, problem record): what ``path --version`` says, or why it said nothing usable."""
+    res = run([path, "--version"], timeout=timeout, env=env)
+    text = res.stdout if res.ok else ""
+    v = (parsers.parse_clang_version(text) if "clang" in text.lower() else parsers.parse_gcc_version(text)) if text else None
+    if v:
+        return v, None, None
+    rec = res.problem(unparsable="compiler version")
+    return None, rec["what"] if rec else "no version", rec
 
 
 def probe(ctx) -> dict:
@@ -30,10 +32,12 @@ def probe(ctx) -> dict:
     names = ["gcc", "g++", "clang", "clang++"]
     located = {n: shutil.which(n, path=path) for n in names}
     with ThreadPoolExecutor(max_workers=4) as pool:
-        versions = dict(zip(names, pool.map(lambda n: _version(located[n], ctx.timeout) if located[n] else (None, None), names)))
+        versions = dict(zip(names, pool.map(
+            lambda n: _version(located[n], ctx.timeout, ctx.env) if located[n] else (None, None, None), names)))
     default = {
         n: {"path": located[n], "version": versions[n][0], "error": versions[n][1],
-            "kind": "clang" if n.startswith("clang") else "gnu"}
+            "kind": "clang" if n.startswith("clang") else "gnu",
+            "problems": [versions[n][2]] if versions[n][2] else []}
         for n in names if located[n]
     }
     versioned, seen = [], set()

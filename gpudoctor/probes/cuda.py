@@ -35,4 +35,5 @@ def _with_api_version(copy: dict, asked: dict) -> dict:
         copy["version_from"] = "cudaRuntimeGetVersion"
     elif asked.get("load_error"):
         copy["load_error"] = asked["load_error"]
+        copy["problems"] = asked.get("problems") or []
     return copy

@@ -14,6 +14,7 @@ import re
 from gpudoctor import parsers
 from gpudoctor.libfind import index_for
 from gpudoctor.probes._worker import ask_libraries
+from gpudoctor.problems import read_text
 
 _WHEEL_CUDA = re.compile(r"nvidia-cudnn-cu(\d+)")
 HEADER_DIRS = ("/usr/include", "/usr/include/x86_64-linux-gnu", "/usr/local/include")
@@ -28,7 +29,7 @@ def _header_candidates(idx) -> list:
     out, seen = [], set()
     for d in dirs:
         h = os.path.join(d, "cudnn_version.h")
-        if os.path.isfile(h) and os.path.realpath(h) not in seen:
+        if os.path.lexists(h) and os.path.realpath(h) not in seen:
             seen.add(os.path.realpath(h))
             out.append(h)
     return out
@@ -52,17 +53,15 @@ def probe(ctx) -> dict:
         info["built_for_cuda_major"] = int(m.group(1)) if m else (built // 1000 if built else None)
         info["built_for_cuda"] = parsers.cuda_version_from_int(built) if built else None
         libs.append(info)
-    headers = []
+    headers, problems = [], []
     for h in _header_candidates(idx):
-        try:
-            with open(h, encoding="utf-8", errors="replace") as fh:
-                v = parsers.parse_cudnn_version_header(fh.read(65536))
-        except OSError:
-            v = None
+        text = read_text(h, problems, limit=65536)
+        v = parsers.parse_cudnn_version_header(text) if text is not None else None
         headers.append({"path": h, "version": ".".join(map(str, v)) if v else None})
     majors = sorted({(c.version or "").split(".")[0] for c in copies if c.version})
     return {
         "libraries": libs,
         "headers": headers,
         "loader_pick": {f"libcudnn.so.{m}": idx.loader_pick(f"libcudnn.so.{m}") for m in majors if m},
+        "problems": problems,
     }

@@ -10,6 +10,9 @@ import os
 
 from gpudoctor import parsers
 from gpudoctor.libfind import index_for
+from gpudoctor.probes._worker import run_worker
+from gpudoctor.problems import read_text
+from gpudoctor.subproc import run
 
 # NVML return codes (nvml.h, NVML API Reference "nvmlReturn_t") mapped to what they mean for a user.
 NVML_REASONS = {
@@ -19,12 +22,70 @@ NVML_REASONS = {
 }
 
 
-def _read(path):
+#: Sonames a program asks for (DT_NEEDED / dlopen) whose file must be the driver's, never a toolkit stub.
+#: Unversioned names matter too: Numba and other loaders dlopen("libcuda.so").
+STUB_CHECKED = ("libcuda.so.1", "libcuda.so", "libnvidia-ml.so.1", "libnvidia-ml.so")
+#: The link-time stubs CUDA toolkits ship are tens of KB; the driver's libcuda is tens of MB, its NVML a few MB.
+STUB_MAX_BYTES = 512 * 1024
+
+
+def looks_like_stub(path: str) -> bool:
+    """A toolkit link stub (``<cuda>/lib64/stubs/``, Debian's ``/usr/lib/x86_64-linux-gnu/stubs/``, conda's
+    ``lib/stubs``): it lies in a ``stubs`` directory, or is far smaller than any driver library."""
+    real = os.path.realpath(path)
+    if "stubs" in path.split(os.sep)[:-1] or "stubs" in real.split(os.sep)[:-1]:
+        return True
     try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return fh.read(65536)
+        return os.path.getsize(real) < STUB_MAX_BYTES
     except OSError:
-        return None
+        return False
+
+
+def stub_libraries(ctx, idx) -> list:
+    """Every checked soname whose loader pick is a stub, with why it is picked and the stub's own answer
+    (a child calls cuInit / nvmlInit_v2 on it: a stub libcuda says CUDA_ERROR_STUB_LIBRARY)."""
+    out = []
+    for soname in STUB_CHECKED:
+        trace = idx.loader_trace(soname)
+        if not trace or not looks_like_stub(trace["path"]):
+            continue
+        out.append(dict(trace, library=soname.split(".so")[0], soname=soname,
+                        realpath=os.path.realpath(trace["path"]), ld_so_conf=_ld_so_conf_naming(trace["entry"])
+                        if trace["via"] == "ldconfig" else None))
+    if out:
+        answers = run_worker(ctx, "stubcheck", *sorted({s["realpath"] for s in out}))
+        for s in out:
+            s["answer"] = answers.get(s["realpath"]) or {"error": answers.get("worker_error", "no answer")}
+    return out
+
+
+def _ld_so_conf_naming(directory: str):
+    """The /etc/ld.so.conf(.d) file that lists ``directory``, or None."""
+    import glob
+
+    for conf in ["/etc/ld.so.conf"] + sorted(glob.glob("/etc/ld.so.conf.d/*.conf")):
+        text = read_text(conf) or ""
+        if any(line.strip().rstrip("/") == directory.rstrip("/") for line in text.splitlines()):
+            return conf
+    return None
+
+
+def nvidia_smi(ctx) -> dict:
+    """What ``nvidia-smi`` (first on PATH) answers: ``{"path", "driver_versions", "gpus", "problems"}``,
+    or ``{"path": None}`` when there is none."""
+    import shutil
+
+    path = shutil.which("nvidia-smi", path=ctx.env.get("PATH", ""))
+    if not path:
+        return {"path": None}
+    res = run([path, "--query-gpu=driver_version,name", "--format=csv,noheader"], timeout=ctx.timeout, env=ctx.env)
+    rows = parsers.parse_smi_query_csv(res.stdout) if res.ok else []
+    rec = res.problem(unparsable="GPU rows (driver_version, name)") if not rows else None
+    return {"path": path, "driver_versions": sorted({r[0] for r in rows}), "gpus": [r[1] for r in rows],
+            "returncode": res.returncode, "last_line": res.last_line() if not res.ok else None,
+            # nvidia-smi's own words for a driver failure ("couldn't communicate with the NVIDIA driver", ...)
+            "failure_reason": parsers.parse_nvidia_smi_error(res.output) if not res.ok else None,
+            "problems": [rec] if rec else []}
 
 
 def _q(fn, *args):
@@ -124,9 +185,22 @@ def _nvml_snapshot() -> dict:
 
 def probe(ctx) -> dict:
     """``{"nvml": nvml_snapshot, "kernel_module": {version, flavor}|None, "libnvidia_ml": [...copies],
-    "libnvidia_ml_loaded": path, "libcuda": [...copies], "libcuda_loaded": path, "user_space_version"}``."""
-    idx = index_for(ctx)
-    proc = _read("/proc/driver/nvidia/version")
+    "libnvidia_ml_loaded": path, "libcuda": [...copies], "libcuda_loaded": path, "user_space_version",
+    "stub_libraries": [{soname, path, via, entry, answer, ...}], "nvidia_smi": {...}, "problems": [...]}``."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    problems: list = []
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        smi = pool.submit(nvidia_smi, ctx)  # a process start: overlap it with NVML and the library scan
+        idx = index_for(ctx)
+        facts = _facts(ctx, idx, problems)
+        facts["nvidia_smi"] = smi.result()
+    facts["problems"] = problems + idx.problems
+    return facts
+
+
+def _facts(ctx, idx, problems) -> dict:
+    proc = read_text("/proc/driver/nvidia/version", problems)
     nvml_pick = idx.loader_pick("libnvidia-ml.so.1")
     cuda_pick = idx.loader_pick("libcuda.so.1")
     user_space = parsers.version_from_soname(os.path.basename(os.path.realpath(nvml_pick))) if nvml_pick else None
@@ -138,4 +212,5 @@ def probe(ctx) -> dict:
         "libcuda": [c.to_dict() for c in idx.copies("libcuda")],
         "libcuda_loaded": cuda_pick,
         "user_space_version": user_space,
+        "stub_libraries": stub_libraries(ctx, idx),
     }

@@ -13,6 +13,8 @@ import os
 import re
 from importlib import metadata
 
+from gpudoctor.problems import read_text
+
 # NAME = value, or NAME: annotation = value (torch's version.py: cuda: Optional[str] = '13.0')
 _ASSIGN = re.compile(r"^([A-Za-z_]+)\s*(?::[^=\n]*)?=\s*(.+)$", re.MULTILINE)
 
@@ -27,12 +29,11 @@ def _module_dir(name: str):
     return list(spec.submodule_search_locations)[0]
 
 
-def read_assignments(path: str) -> dict:
-    """Top-level ``NAME = literal`` assignments of a Python file, without executing it."""
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            text = fh.read(1 << 20)
-    except OSError:
+def read_assignments(path: str, problems=None) -> dict:
+    """Top-level ``NAME = literal`` assignments of a Python file, without executing it
+    (a file that exists but cannot be read is appended to ``problems``)."""
+    text = read_text(path, problems)
+    if text is None:
         return {}
     out = {}
     for m in _ASSIGN.finditer(text):
@@ -70,11 +71,11 @@ def _cuda_major_from(names) -> dict:
     return out
 
 
-def _torch(include_archs: bool) -> dict:
+def _torch(include_archs: bool, problems=None) -> dict:
     d = _module_dir("torch")
     if not d:
         return None
-    v = read_assignments(os.path.join(d, "version.py"))
+    v = read_assignments(os.path.join(d, "version.py"), problems)
     reqs = _requires("torch")
     cudnn_req = next((r for r in reqs if r.startswith("nvidia-cudnn")), None)
     facts = {"path": d, "version": v.get("__version__"), "cuda": v.get("cuda"), "hip": v.get("hip"),
@@ -136,10 +137,12 @@ def probe(ctx) -> dict:
     """``{"torch": {...}|None, "tensorflow": {...}|None, "onnxruntime": {...}|None, "jax": {...}|None,
     "cupy": {...}|None}``; each holds version, the CUDA (and cuDNN) it was built for, and where known,
     its SASS/PTX targets."""
-    out = {"torch": _torch(include_archs=True), "tensorflow": None, "onnxruntime": None, "jax": None, "cupy": None}
+    problems: list = []
+    out = {"torch": _torch(include_archs=True, problems=problems), "tensorflow": None, "onnxruntime": None,
+           "jax": None, "cupy": None, "problems": problems}
     tf = _module_dir("tensorflow")
     if tf:
-        bi = read_assignments(os.path.join(tf, "python", "platform", "build_info.py"))
+        bi = read_assignments(os.path.join(tf, "python", "platform", "build_info.py"), problems)
         out["tensorflow"] = {"path": tf, "version": _dist_version("tensorflow", "tensorflow-cpu", "tf-nightly")[1],
                              "is_cuda_build": bi.get("is_cuda_build"), "cuda": bi.get("cuda_version"),
                              "cudnn": bi.get("cudnn_version"),
@@ -147,7 +150,7 @@ def probe(ctx) -> dict:
                              if bi.get("cuda_compute_capabilities") else None}
     ort = _module_dir("onnxruntime")
     if ort:
-        info = read_assignments(os.path.join(ort, "capi", "build_and_package_info.py"))
+        info = read_assignments(os.path.join(ort, "capi", "build_and_package_info.py"), problems)
         dist, ver = _dist_version("onnxruntime-gpu", "onnxruntime")
         out["onnxruntime"] = {"path": ort, "distribution": dist, "version": ver or info.get("__version__"),
                               "cuda": info.get("cuda_version"), "cudnn": info.get("cudnn_version"),

@@ -7,14 +7,11 @@ import platform as _platform
 import sys
 
 from gpudoctor import parsers
+from gpudoctor.problems import read_text
 
 
-def _read(path: str, limit: int = 65536) -> str:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return fh.read(limit)
-    except OSError:
-        return ""
+def _read(path: str, problems: list, limit: int = 65536) -> str:
+    return read_text(path, problems, limit) or ""
 
 
 def probe(ctx) -> dict:
@@ -22,17 +19,18 @@ def probe(ctx) -> dict:
     "glibc", "python": {version, executable}, "wsl": {is_wsl, kernel_marker, libcuda_dir},
     "container": {is_container, markers, nvidia_visible_devices, nvidia_driver_capabilities,
     nvidia_require_cuda}, "dev_nodes": [...], "windows": {...} or None}``."""
+    problems: list = []
     system = _platform.system()
-    osr = parsers.parse_os_release(_read("/etc/os-release")) if system == "Linux" else {}
+    osr = parsers.parse_os_release(_read("/etc/os-release", problems)) if system == "Linux" else {}
     kernel = _platform.release()
     glibc = None
     try:
         glibc = os.confstr("CS_GNU_LIBC_VERSION")
     except (AttributeError, ValueError, OSError):
         pass
-    proc_version = _read("/proc/version")
+    proc_version = _read("/proc/version", problems)
     wsl_marker = "microsoft" in (kernel + proc_version).lower() or "wsl" in kernel.lower()
-    cgroup = _read("/proc/1/cgroup")
+    cgroup = _read("/proc/1/cgroup", problems)
     markers = [m for m, present in (
         ("/.dockerenv", os.path.exists("/.dockerenv")),
         ("/run/.containerenv", os.path.exists("/run/.containerenv")),
@@ -67,6 +65,7 @@ def probe(ctx) -> dict:
         },
         "dev_nodes": sorted(glob.glob("/dev/nvidia*")) + (["/dev/dxg"] if os.path.exists("/dev/dxg") else []),
         "windows": None,
+        "problems": problems,
     }
     if system == "Windows":
         sysroot = ctx.env.get("SystemRoot", r"C:\Windows")

@@ -39,6 +39,13 @@ def _build_and_run(tk: dict, arch, gpu_present: bool, env, timeout: float, extra
         return out
 
 
+def _blocker(tk: dict):
+    """A problem with a tool every build of ``tk`` runs (its ptxas, its host compiler) that did not answer at all."""
+    needed = {(tk.get("ptxas") or {}).get("path"), (tk.get("host_compiler") or {}).get("path")} - {None}
+    return next((p for p in tk.get("problems") or []
+                 if p["path"] in needed and p["kind"] in ("timeout", "signal", "not_found", "cannot_run")), None)
+
+
 def _without_ccbin(env) -> dict:
     """``env`` minus host-compiler choices (NVCC_CCBIN, -ccbin in NVCC_*_FLAGS), so a retry's -ccbin wins."""
     out = {k: v for k, v in env.items() if k != "NVCC_CCBIN"}
@@ -59,7 +66,13 @@ def probe(ctx) -> dict:
 
     def one(tk):
         if not tk.get("release"):
-            return {"nvcc": tk["nvcc"], "skipped": "nvcc did not report a version"}
+            rec = next((p for p in tk.get("problems") or [] if p["path"] == tk["nvcc"]), None)
+            return {"nvcc": tk["nvcc"], "blocked_by": tk["nvcc"],
+                    "skipped": rec["what"] if rec else "nvcc did not report a version"}
+        blocker = _blocker(tk)
+        if blocker:  # a build would hang or fail on the same tool: say so instead of building
+            return {"nvcc": tk["nvcc"], "release": tk["release"], "blocked_by": blocker["path"],
+                    "skipped": f"{os.path.basename(blocker['path'])} ({blocker['path']}) could not be asked: {blocker['what']}"}
         arch = f"sm_{ccs[0].replace('.', '')}" if ccs else None
         build = _build_and_run(tk, arch, gpu_present, ctx.env, max(ctx.timeout, 60.0))
         build.update({"nvcc": tk["nvcc"], "release": tk["release"], "arch": arch or "nvcc default"})

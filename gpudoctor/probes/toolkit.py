@@ -17,6 +17,7 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 
 from gpudoctor import parsers
+from gpudoctor.problems import read_text
 from gpudoctor.subproc import run
 
 _DRYRUN_VAR = re.compile(r"^#\$ ([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
@@ -87,37 +88,54 @@ def _include_dir(home: str, variables: dict):
     if home.startswith("/usr/lib/nvidia-cuda-toolkit"):
         cands.append("/usr/include")  # Debian/Ubuntu packaging
     for c in cands:
-        if os.path.isfile(os.path.join(c, "crt", "host_config.h")):
+        if os.path.lexists(os.path.join(c, "crt", "host_config.h")):  # unreadable ones are reported, not skipped
             return os.path.normpath(c)
     return None
 
 
-def _read(path, limit=1 << 20):
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return fh.read(limit)
-    except OSError:
-        return ""
-
-
-def _host_version(path, kind, env, timeout):
+def _host_version(path, kind, env, timeout, problems):
+    """The version the host compiler nvcc will run says of itself (None, with a problem, when it cannot say)."""
     if not path:
         return None
     if kind == "clang":
         res = run([path, "--version"], timeout=timeout, env=env)
-        return parsers.parse_clang_version(res.stdout) if res.ok else None
-    res = run([path, "-dumpfullversion", "-dumpversion"], timeout=timeout, env=env)
-    out = res.stdout.strip().splitlines()
-    return out[0].strip() if res.ok and out and out[0][:1].isdigit() else None
+        version = parsers.parse_clang_version(res.stdout) if res.ok else None
+    else:
+        res = run([path, "-dumpfullversion", "-dumpversion"], timeout=timeout, env=env)
+        out = res.stdout.strip().splitlines()
+        version = out[0].strip() if res.ok and out and out[0][:1].isdigit() else None
+    if version is None:
+        _note(problems, res.problem(unparsable="version"))
+    return version
+
+
+def _ccbin(env):
+    """The host compiler named by NVCC_CCBIN or -ccbin in NVCC_PREPEND_FLAGS/NVCC_APPEND_FLAGS, or None."""
+    for var in ("NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS"):
+        m = re.search(r"(?:-ccbin|--compiler-bindir)(?:=|\s+)(\S+)", env.get(var) or "")
+        if m:
+            return m.group(1).strip("'\"")
+    return env.get("NVCC_CCBIN") or None
+
+
+def _note(problems, rec) -> None:
+    if rec is not None:
+        problems.append(rec)
 
 
 def describe_nvcc(path: str, via: str, env, timeout: float) -> dict:
-    facts = {"nvcc": path, "nvcc_realpath": os.path.realpath(path), "found_via": via, "errors": []}
+    """What one nvcc says of itself and would run. Every command or file that fails is a record in
+    ``facts["problems"]`` (see :mod:`gpudoctor.problems`); ``errors`` keeps the one-line summaries."""
+    problems: list = []
+    facts = {"nvcc": path, "nvcc_realpath": os.path.realpath(path), "found_via": via, "errors": [], "problems": problems}
     ver = run([path, "--version"], timeout=timeout, env=env)
-    if not ver.ok:
-        facts["errors"].append(ver.error or f"nvcc --version exited {ver.returncode}: {ver.output[-300:]}")
+    parsed_version = parsers.parse_nvcc_version(ver.stdout) if ver.ok else None
+    if not parsed_version or not parsed_version.get("release"):
+        rec = ver.problem(unparsable='CUDA release ("Cuda compilation tools, release X.Y")')
+        _note(problems, rec)
+        facts["errors"].append(rec["what"] if rec else "nvcc --version printed no release")
         return facts
-    facts.update(parsers.parse_nvcc_version(ver.stdout) or {})
+    facts.update(parsed_version)
     with tempfile.TemporaryDirectory(prefix="gpudoctor-") as tmp:
         src = os.path.join(tmp, "probe.cu")
         with open(src, "w") as fh:
@@ -130,14 +148,19 @@ def describe_nvcc(path: str, via: str, env, timeout: float) -> dict:
     facts["home"] = home
     eff_path = variables.get("PATH", env.get("PATH", ""))
     host = parsed["host_command"]
+    if host is None and not dry.ok:
+        # The dry run itself runs the host compiler once (gcc -E, to learn its version): when it failed
+        # before saying which, ask the compiler nvcc defaults to, so a hung gcc is named as the cause.
+        host = _ccbin(env) or "gcc"
     host_path = shutil.which(host, path=eff_path) if host and not os.path.isabs(host) else host
+    n_before = len(problems)
     facts["host_compiler"] = {
         "command": host,
         "path": host_path,
-        "kind": parsed["host_kind"],
+        "kind": parsed["host_kind"] or ("clang" if "clang" in os.path.basename(host or "") else "gnu" if host else None),
         # What the compiler nvcc will execute says of itself: the dry run's --gnu_version can differ
         # (Debian's nvcc runs a wrapper gcc that picks g++-11 while the dry run reports gcc 12).
-        "version_seen_by_nvcc": _host_version(host_path, parsed["host_kind"], env, timeout) or parsed["host_version"],
+        "version_seen_by_nvcc": _host_version(host_path, parsed["host_kind"], env, timeout, problems) or parsed["host_version"],
         "version_in_dryrun": parsed["host_version"],
         "ccbin_from_env": env.get("NVCC_CCBIN"),
         "extra_flags": {k: env[k] for k in ("NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS") if env.get(k)},
@@ -147,17 +170,25 @@ def describe_nvcc(path: str, via: str, env, timeout: float) -> dict:
     ptxas_facts = {"path": ptxas_path, "realpath": os.path.realpath(ptxas_path) if ptxas_path else None}
     if ptxas_path:
         pv = run([ptxas_path, "--version"], timeout=timeout, env=env)
-        ptxas_facts.update(parsers.parse_nvcc_version(pv.stdout) or {})
+        pver = parsers.parse_nvcc_version(pv.stdout) if pv.ok else None
+        ptxas_facts.update(pver or {})
+        if not pver or not pver.get("release"):
+            _note(problems, pv.problem(unparsable="ptxas release"))
     facts["ptxas"] = ptxas_facts
-    if not dry.ok and not parsed["host_command"]:
-        facts["errors"].append(f"nvcc --dryrun failed: {dry.error or dry.output[-300:]}")
+    if not dry.ok:
+        if not parsed["host_command"]:
+            facts["errors"].append(f"nvcc --dryrun failed: {dry.error or dry.output[-300:]}")
+        if len(problems) == n_before or not host_path:  # else the host compiler's own failure is the cause
+            _note(problems, dry.problem())
     inc = _include_dir(home, variables)
     facts["include_dir"] = inc
     if inc:
         hc = os.path.join(inc, "crt", "host_config.h")
-        facts["host_config"] = dict(parsers.parse_host_config(_read(hc)), path=hc)
+        facts["host_config"] = dict(parsers.parse_host_config(read_text(hc, problems) or ""), path=hc)
     codes = run([path, "--list-gpu-code"], timeout=timeout, env=env)
     facts["gpu_codes"] = parsers.parse_gpu_code_list(codes.stdout) if codes.ok else None
+    if codes.timed_out or codes.signal_name:  # an nvcc too old for --list-gpu-code just exits 1: not a fault
+        _note(problems, codes.problem())
     return facts
 
 

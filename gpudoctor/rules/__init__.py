@@ -29,6 +29,10 @@ class Facts:
     def ok(self, name: str) -> bool:
         return bool(self._results.get(name))
 
+    def items(self):
+        """(probe name, facts) of every probe that returned facts."""
+        return [(k, v) for k, v in self._results.items() if v]
+
 
 @dataclass
 class RuleContext:
@@ -43,10 +47,10 @@ def _rules() -> List[Callable]:
     )
 
     return [
-        driver.driver_state, driver.driver_mismatch,
+        driver.driver_state, driver.driver_mismatch, driver.stub_library,
         cuda.driver_vs_runtimes, cuda.ptx_too_new,
         devices.visibility, devices.gpu_health,
-        toolkit.compiler_unsupported, toolkit.mixed_toolkit, toolkit.arch_unsupported, toolkit.inventory,
+        toolkit.compiler_unsupported, toolkit.compiler_broken, toolkit.toolkit_broken, toolkit.mixed_toolkit, toolkit.arch_unsupported, toolkit.inventory,
         libraries.library_not_found, libraries.cudnn_mismatch, libraries.tensorrt_libs,
         engine.engine_plans,
         frameworks.cpu_build, frameworks.cuda_mismatch, frameworks.arch_binary_missing,
@@ -74,6 +78,10 @@ def probe_failures(facts: Facts, ctx: RuleContext) -> List[Finding]:
 
 
 def evaluate(facts: Facts, ctx: RuleContext) -> List[Finding]:
+    """Every rule's findings, then one for each problem a probe recorded that none of them names
+    (:func:`gpudoctor.rules.faults.unreported_problems`: nothing broken is reported as fine)."""
+    from gpudoctor.rules.faults import unreported_problems
+
     findings: List[Finding] = []
     for rule in _rules():
         try:
@@ -85,4 +93,4 @@ def evaluate(facts: Facts, ctx: RuleContext) -> List[Finding]:
                 title=f"Internal error in rule {rule.__module__.split('.')[-1]}.{rule.__name__}",
                 evidence={"error": f"{type(exc).__name__}: {exc}", "at": f"{where.filename.split('/')[-1]}:{where.lineno}"},
             ))
-    return findings
+    return findings + unreported_problems(facts, findings, ctx.os.family)

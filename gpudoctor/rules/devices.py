@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from gpudoctor.findings import Finding, Fix, Severity
+from gpudoctor.rules.driver import stub_picks
 
 VIS_DOC = "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#cuda-environment-variables"
 
@@ -11,6 +12,8 @@ def visibility(facts, ctx):
     nvml = facts["driver"].get("nvml") or {}
     if nvml.get("status") != "ok":
         return []  # no driver view to compare with: driver_state explains why
+    if any(s["library"] == "libcuda" for s in stub_picks(facts)):
+        return []  # CUDA runs on a stub libcuda: driver.stub_library explains why it sees no GPU
     ngpu = len(nvml.get("gpus") or [])
     uuids = [g.get("uuid") or "" for g in nvml.get("gpus") or []]
     cvd = facts["environment"].get("cuda_visible_devices") or {}

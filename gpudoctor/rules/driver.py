@@ -13,10 +13,16 @@ def driver_state(facts, ctx):
         return []
     nvml = drv.get("nvml") or {}
     reason = nvml.get("reason")
+    if reason not in (None, "binding_missing") and any(s["soname"] == "libnvidia-ml.so.1" for s in stub_picks(facts)):
+        return []  # NVML answered from a stub: driver.stub_library explains it
     km = drv.get("kernel_module")
     ev = {"nvml": nvml.get("error") or "ok", "libnvidia-ml": drv.get("libnvidia_ml_loaded"),
           "user_space_version": drv.get("user_space_version"),
           "kernel_module": (km or {}).get("version") or "not loaded (/proc/driver/nvidia/version absent)"}
+    smi = drv.get("nvidia_smi") or {}
+    if nvml.get("status") == "error" and smi.get("failure_reason"):
+        # nvidia-smi failing in its own words for the same driver state is evidence, not a separate fault.
+        ev.update(_smi_evidence(smi))
     if nvml.get("status") == "ok":
         g = nvml.get("gpus") or []
         return [Finding("driver.ok", Severity.OK, "driver",
@@ -70,6 +76,10 @@ def driver_state(facts, ctx):
                     fixes=(Fix("Read the kernel log for the driver's own error.", ("sudo dmesg | grep -iE 'nvidia|nvrm|xid' | tail -n 30",)),))]
 
 
+def _smi_evidence(smi: dict) -> dict:
+    return {"nvidia-smi": smi.get("path"), "nvidia-smi said": f"exit {smi.get('returncode')}: {smi.get('last_line')}"}
+
+
 def driver_mismatch(facts, ctx):
     """Kernel module and user-space library of different versions: NVML says 'Driver/library version mismatch'."""
     drv = facts["driver"]
@@ -82,7 +92,8 @@ def driver_mismatch(facts, ctx):
         "driver.version_mismatch", Severity.FAIL, "driver",
         f"Driver kernel module {km or '?'} does not match its user-space libraries {us or '?'}",
         evidence={"kernel_module": km, "libnvidia-ml": drv.get("libnvidia_ml_loaded"), "user_space_version": us,
-                  "nvml": nvml.get("error") or "ok"},
+                  "nvml": nvml.get("error") or "ok",
+                  **(_smi_evidence(drv.get("nvidia_smi") or {}) if (drv.get("nvidia_smi") or {}).get("failure_reason") else {})},
         fixes=(Fix("The driver was upgraded but the old module is still loaded: reboot.", ("sudo reboot",)),
                Fix("Without a reboot: unload and reload the modules (stops everything using the GPU).",
                    ("sudo rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia", "sudo modprobe nvidia", "nvidia-smi")),
@@ -91,3 +102,65 @@ def driver_mismatch(facts, ctx):
                     else "rpm -qa | grep -i nvidia",))),
         doc=DOC,
         detail="Seen as 'Failed to initialize NVML: Driver/library version mismatch' from nvidia-smi.")]
+
+
+STUB_DOC = "https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html"
+WHERE_SET = "grep -n LD_LIBRARY_PATH ~/.bashrc ~/.profile ~/.bash_profile ~/.zshrc /etc/environment /etc/profile.d/* 2>/dev/null"
+
+
+def stub_picks(facts) -> list:
+    """The driver probe's stub picks that the stub itself confirmed (or that lie in a ``stubs`` dir when
+    it could not be asked): ``[{soname, path, via, entry, answer, ...}]``."""
+    out = []
+    for s in facts["driver"].get("stub_libraries") or []:
+        answer = s.get("answer") or {}
+        if answer.get("stub") or (answer.get("result") is None and "/stubs/" in f"{s.get('path')}{s.get('realpath')}"):
+            out.append(s)
+    return out
+
+
+def stub_library(facts, ctx):
+    """``driver.stub_library``: the libcuda / libnvidia-ml the dynamic loader picks is a CUDA toolkit link stub.
+    cuda.h: CUDA_ERROR_STUB_LIBRARY = 34, "the CUDA driver that the application has loaded is a stub library"."""
+    picks = stub_picks(facts)
+    if not picks:
+        return []
+    env_entries = [e["path"] for e in facts["environment"].get("ld_library_path") or []]
+    bad_dirs = {s["entry"] for s in picks if s.get("via") == "LD_LIBRARY_PATH"}
+    keep = [e for e in env_entries if e not in bad_dirs]
+    out = []
+    for s in picks:
+        nvml = s.get("library") == "libnvidia-ml"
+        answer = s.get("answer") or {}
+        said = (f"{answer['call']} returned {answer['result']}" + (f" ({answer['result_name']})" if answer.get("result_name") else "")
+                if answer.get("call") else answer.get("error") or answer.get("load_error") or "not asked")
+        effect = ("NVML calls fail as if no driver were loaded (nvidia-smi, pynvml, DCGM)" if nvml else
+                  "programs get CUDA_ERROR_STUB_LIBRARY ('CUDA driver is a stub library') instead of the driver")
+        via = f"LD_LIBRARY_PATH entry {s['entry']}" if s.get("via") == "LD_LIBRARY_PATH" else \
+            f"the ldconfig cache ({s.get('ld_so_conf') or 'a directory in /etc/ld.so.conf.d'})" if s.get("via") == "ldconfig" \
+            else f"{s.get('via')} ({s.get('entry')})"
+        fixes = []
+        if s.get("via") == "LD_LIBRARY_PATH":
+            fixes.append(Fix("Drop the stubs directory from LD_LIBRARY_PATH (and from the line that sets it).",
+                             (f"export LD_LIBRARY_PATH={':'.join(keep)}" if keep else "unset LD_LIBRARY_PATH", WHERE_SET)))
+        elif s.get("via") == "ldconfig":
+            conf = s.get("ld_so_conf")
+            fixes.append(Fix("Take the stubs directory out of the loader's configuration and rebuild its cache.",
+                             ((f"{ctx.os.sudo}sed -i '\\#^{s['entry']}/*$#d' {conf}" if conf else
+                               "grep -rn stubs /etc/ld.so.conf /etc/ld.so.conf.d/"), f"{ctx.os.sudo}ldconfig",
+                              f"ldconfig -p | grep {s['soname']}")))
+        fixes.append(Fix("Stubs are for linking only: give their directory to the linker, never to the loader.",
+                         (f"export LIBRARY_PATH={s['entry']}${{LIBRARY_PATH:+:$LIBRARY_PATH}}   # or -L{s['entry']} -l{s['library'][3:]}",)))
+        if ctx.os.container:
+            fixes.append(Fix("In a container the real driver libraries come from the host: start it with the GPUs.",
+                             ("docker run --gpus all ...",)))
+        out.append(Finding(
+            "driver.stub_library", Severity.WARN if s["soname"] == "libnvidia-ml.so" else Severity.FAIL, "driver",
+            f"The loader picks the CUDA toolkit's stub {s['path']} for {s['soname']} (from {via}): {effect}",
+            evidence={"soname": s["soname"], "path": s["path"], "realpath": s.get("realpath"), "via": s.get("via"),
+                      "entry": s.get("entry"), "ld_so_conf": s.get("ld_so_conf"), "stub_answer": said,
+                      "LD_LIBRARY_PATH": ":".join(env_entries) or "unset"},
+            fixes=tuple(fixes), doc=STUB_DOC,
+            detail="cuda.h: CUDA_ERROR_STUB_LIBRARY (34) 'indicates that the CUDA driver that the application has loaded "
+                   "is a stub library'; cuda-python may instead say 'Failed to get cuGetProcAddress_v2'."))
+    return out

@@ -5,6 +5,7 @@ import re
 
 from gpudoctor.findings import Finding, Fix, Severity
 from gpudoctor.rules._util import major_minor
+from gpudoctor.rules.driver import stub_picks
 
 CUDNN_DOC = "https://docs.nvidia.com/deeplearning/cudnn/backend/latest/reference/support-matrix.html"
 TRT_DOC = "https://docs.nvidia.com/deeplearning/tensorrt/latest/installing-tensorrt/installing.html"
@@ -26,7 +27,8 @@ def library_not_found(facts, ctx):
                            evidence={"error": api["import_error"]},
                            fixes=(Fix("Install NVIDIA's CUDA Python bindings.", ("python -m pip install cuda-python",)),)))
     drv_err = (api.get("cuDriverGetVersion") or {}).get("result", "")
-    if "NotFound" in drv_err or "not found" in drv_err.lower():
+    stub = any(s["soname"] == "libcuda.so.1" for s in stub_picks(facts))  # driver.stub_library explains it
+    if not stub and ("NotFound" in drv_err or "not found" in drv_err.lower()):
         out.append(Finding("library.not_found", Severity.FAIL, "cuda", "libcuda.so.1 (the CUDA driver library) cannot be loaded",
                            evidence={"cuDriverGetVersion": drv_err},
                            detail="It is part of the NVIDIA driver; see the driver findings."))

@@ -89,9 +89,20 @@ def nvcc_smoke(facts, ctx):
     out = []
     for b in s.get("builds") or []:
         if b.get("skipped"):
+            if b.get("blocked_by"):  # never replaced by another toolkit's build in silence
+                out.append(Finding("smoke.nvcc", Severity.WARN, "smoke",
+                                   f"nvcc {b.get('release') or ''} ({b['nvcc']}): smoke build not run: {b['skipped']}".replace("  ", " "),
+                                   evidence={"nvcc": b["nvcc"], "blocked_by": b["blocked_by"]},
+                                   detail="The tool a build needs did not answer; see toolkit.broken / compiler.broken."))
             continue
         label = f"nvcc {b.get('release')} ({b.get('nvcc')}) → {b.get('arch')}"
         ev = {"command": b.get("command"), "compile_seconds": b.get("compile_seconds")}
+        if not b.get("compile_ok") and "budget (--timeout) ran out" in (b.get("compile_error") or ""):
+            out.append(Finding("smoke.nvcc", Severity.WARN, "smoke", f"{label}: build did not finish: {b['compile_error']}",
+                               evidence=dict(ev, nvcc=b.get("nvcc")),
+                               fixes=(Fix("Give the check more time (a cold nvcc build can take tens of seconds).",
+                                          ("gpudoctor check --timeout 120",)),)))
+            continue
         if not b.get("compile_ok"):
             text = b.get("compile_output") or b.get("compile_error") or ""
             meaning, fid = explain(text)

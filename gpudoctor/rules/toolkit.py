@@ -6,6 +6,7 @@ import os
 from gpudoctor.findings import Finding, Fix, Severity
 from gpudoctor.fixes import gxx_package, install
 from gpudoctor.rules._util import gpus, in_use_toolkit, sm
+from gpudoctor.rules.faults import inspect_fixes
 
 COMPILER_DOC = "https://docs.nvidia.com/cuda/cuda-installation-guide-linux/index.html#host-compiler-support-policy"
 ARCH_DOC = "https://docs.nvidia.com/cuda/cuda-compiler-driver-nvcc/index.html#gpu-feature-list"
@@ -169,14 +170,94 @@ def inventory(facts, ctx):
     """Several toolkits side by side is legal; say which one builds use."""
     tks = [t for t in facts["toolkit"].get("toolkits") or [] if t.get("release")]
     if not tks:
-        if facts.ok("toolkit"):
+        if facts.ok("toolkit") and not facts["toolkit"].get("toolkits"):
             return [Finding("toolkit.none", Severity.INFO, "toolkit", "No CUDA toolkit (nvcc) found",
                             detail="Only needed to compile CUDA code; pip/conda frameworks bring their own runtime.")]
         return []
     used = in_use_toolkit(facts)
+    if used is not None and not used.get("release"):  # the nvcc on PATH could not be asked: toolkit.broken
+        return [Finding("toolkit.inventory", Severity.INFO, "toolkit",
+                        f"Builds would run {used.get('nvcc')} (see toolkit.broken); other toolkits installed: "
+                        + ", ".join(t["release"] + " (" + t["nvcc"] + ")" for t in tks),
+                        evidence={t["nvcc"]: t.get("version") for t in tks})]
     title = (f"CUDA toolkit {used.get('release')} in use ({used.get('nvcc')})" if used else
              f"{len(tks)} CUDA toolkit(s) found, none on PATH")
     if len(tks) > 1:
         title += f"; also installed: {', '.join(t['release'] + ' (' + t['nvcc'] + ')' for t in tks if t is not used)}"
     return [Finding("toolkit.inventory", Severity.OK if used else Severity.INFO, "toolkit", title,
                     evidence={t["nvcc"]: t.get("version") for t in tks})]
+
+
+def _working(facts):
+    return [t for t in facts["toolkit"].get("toolkits") or [] if t.get("release")]
+
+
+def toolkit_broken(facts, ctx):
+    """An nvcc (or the ptxas / file it relies on) that could not be asked: timed out, killed by a signal,
+    exited non-zero, printed no version, unreadable host_config.h. The copy first on PATH (what a build
+    runs) is a failure, never replaced by another copy in silence; other copies are warnings."""
+    out = []
+    on_path = facts["toolkit"].get("on_path")
+    others = {t["nvcc"]: t.get("release") for t in _working(facts)}
+    for t in facts["toolkit"].get("toolkits") or []:
+        host = (t.get("host_compiler") or {}).get("path")
+        for rec in t.get("problems") or []:
+            if rec["path"] == host:
+                continue  # compiler_broken explains it
+            first = on_path and t.get("nvcc") == on_path
+            where = "first on PATH" if first else f"found via {t.get('found_via')}"
+            ptxas = (t.get("ptxas") or {}).get("path")
+            if rec["path"] == t.get("nvcc"):
+                title = f"nvcc {where} ({t['nvcc']}) could not be asked: {rec['what']}"
+            elif rec["path"] == ptxas:
+                title = f"{_label(t)} would run ptxas {ptxas}, which failed: {rec['what']}"
+            else:
+                title = f"{_label(t)}: {rec['what']}"
+            ev = {"path": rec["path"], "what": rec["what"], "command": rec.get("command"), "last_line": rec.get("last_line"),
+                  "nvcc": t.get("nvcc"), "first_on_path": on_path,
+                  "other_toolkits": {k: v for k, v in others.items() if k != t.get("nvcc")} or "none"}
+            fixes = inspect_fixes(rec, ctx.os.family)
+            good = [o for o in _working(facts) if o.get("nvcc") != t.get("nvcc") and not o.get("problems") and o.get("home")]
+            if first and good:
+                fixes += (Fix(f"Or put a working toolkit first on PATH (CUDA {good[0].get('release')}).",
+                              (f"export PATH={good[0]['home']}/bin:$PATH", "hash -r; nvcc --version")),)
+            out.append(Finding(
+                "toolkit.broken", Severity.FAIL if first or not on_path else _severity(facts, t), "toolkit", title,
+                evidence={k: v for k, v in ev.items() if v is not None}, fixes=fixes,
+                detail="Builds that run this nvcc fail or hang the same way; gpudoctor did not test another copy in its "
+                       "place." if first else None))
+    return out
+
+
+def compiler_broken(facts, ctx):
+    """A host compiler (gcc/g++ first on PATH, or the one an nvcc would run) that could not be asked."""
+    out, seen = [], set()
+    used_hosts = {}
+    for t in facts["toolkit"].get("toolkits") or []:
+        host = (t.get("host_compiler") or {}).get("path")
+        for rec in t.get("problems") or []:
+            if host and rec["path"] == host:
+                used_hosts.setdefault(host, (rec, []))[1].append(t)
+    for name, c in (facts["compilers"].get("default") or {}).items():
+        for rec in c.get("problems") or []:
+            used_hosts.setdefault(rec["path"], (rec, []))
+    for path, (rec, toolkits) in used_hosts.items():
+        if path in seen:
+            continue
+        seen.add(path)
+        on_path = facts["toolkit"].get("on_path")
+        toolkits = sorted(toolkits, key=lambda t: t.get("nvcc") != on_path)  # the one builds use first
+        by = _label(toolkits[0]) + (f" and {len(toolkits) - 1} other toolkit(s)" if len(toolkits) > 1 else "") if toolkits else ""
+        title = (f"Host compiler {path} that {by} would run could not be asked: {rec['what']}" if toolkits
+                 else f"Compiler {path} (first on PATH) could not be asked: {rec['what']}")
+        gnu = os.path.basename(path).startswith(("gcc", "g++", "c++", "cc"))
+        out.append(Finding(
+            "compiler.broken", Severity.FAIL if toolkits or gnu else Severity.WARN, "toolkit", title,
+            evidence={k: v for k, v in {"path": path, "what": rec["what"], "command": rec.get("command"),
+                                        "last_line": rec.get("last_line"),
+                                        "used_by": [t.get("nvcc") for t in toolkits] or None}.items() if v},
+            fixes=inspect_fixes(rec, ctx.os.family) + (
+                Fix("Or give nvcc a working host compiler explicitly.",
+                    ("export NVCC_PREPEND_FLAGS='-ccbin /usr/bin/g++'", "export CUDAHOSTCXX=/usr/bin/g++   # CMake")),),
+            detail="nvcc runs the host compiler for every .cu file: builds fail or hang the same way."))
+    return out
