@@ -73,9 +73,11 @@ def run_check(matrix, smoke: bool = True, timeout: float = 30.0, env: Optional[M
     ctx = ProbeContext(env=dict(env if env is not None else os.environ), smoke=smoke,
                        timeout=min(timeout / 3, QUERY_TIMEOUT), budget=probe_budget(timeout), engines=tuple(engines))
     pending = start_probes(probes or ALL, ctx)
-    if callable(matrix):
-        matrix = matrix()
-    results = pending()
+    try:
+        if callable(matrix):
+            matrix = matrix()
+    finally:
+        results = pending()  # always: it also closes the run's command budget
     facts = Facts({n: r.facts for n, r in results.items() if r.status == "ok"},
                   {n: {"status": r.status, "error": r.error} for n, r in results.items()},
                   targets=[{"index": "target", "name": name, "compute_capability": cc} for name, cc in target_gpus])

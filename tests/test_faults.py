@@ -313,3 +313,21 @@ def test_output_into_a_missing_directory_is_an_error(tmp_path):
     r = subprocess.run([sys.executable, "-m", "gpudoctor", "check", "--no-smoke", "-o", str(tmp_path / "no" / "r.json")],
                        env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "cannot write" in r.stderr
+
+
+@pytest.mark.parametrize("fault", ["hang", "signal", "garbage"])
+def test_ptxas_on_path_that_no_nvcc_runs(tmp_path, fault):
+    """Seen on the H100: CUDA 13's nvcc runs its own ptxas, so a FAKE one first on PATH is never asked by a
+    build, yet JAX/XLA and Triton run it: it is probed on its own and reported (warn)."""
+    from gpudoctor.fixes import OsFlavor
+    from gpudoctor.probes.toolkit import _ptxas_on_path
+    from gpudoctor.rules import Facts, RuleContext
+    from gpudoctor.rules.toolkit import ptxas_on_path_broken
+    from gpudoctor.runner import ProbeContext
+
+    fake = fake_tool(tmp_path / "fakebin", "ptxas", fault)
+    env = {"PATH": f"{tmp_path / 'fakebin'}:/usr/bin:/bin"}  # the fakes need sh, sleep, head, tr
+    facts = _ptxas_on_path(ProbeContext(env=env, timeout=1.0), toolkits=[])
+    assert facts["path"] == str(fake) and facts["problems"][0]["kind"] in ("timeout", "signal", "unparsable")
+    found = ptxas_on_path_broken(Facts({"toolkit": {"ptxas_on_path": facts}}), RuleContext(None, OsFlavor("debian", "debian", "12")))
+    assert [f.id for f in found] == ["toolkit.broken"] and str(fake) in found[0].title and found[0].severity.value == "warn"

@@ -24,12 +24,8 @@ if [ -f "$out" ]; then
     [ "$age" -lt "$GPUDOCTOR_MIN_AGE" ] && exit 0
 fi
 
-# Write to a temporary file first so that `gpudoctor fleet` never reads a half-written report.
-tmp="$out.tmp.$$"
-timeout 60 "$GPUDOCTOR" check --json --no-smoke --timeout 5 > "$tmp" 2> "$GPUDOCTOR_DIR/$host.err"
-if [ -s "$tmp" ]; then
-    mv -f "$tmp" "$out"
-else
-    rm -f "$tmp"
-fi
+# -o writes atomically (temporary file + rename): `gpudoctor fleet` never reads a half-written report, and a
+# prolog killed mid-check leaves the previous one. --timeout 5 bounds the whole check (a hanging nvcc or
+# nvidia-smi is reported, not waited for); the outer timeout is only a last resort.
+timeout 20 "$GPUDOCTOR" check --json --no-smoke --timeout 5 -o "$out" 2> "$GPUDOCTOR_DIR/$host.err"
 exit 0

@@ -211,7 +211,19 @@ def _probe(ctx) -> dict:
         homes.add(key)
         unique.append(t)
     on_path = shutil.which("nvcc", path=ctx.env.get("PATH", ""))
-    return {"toolkits": unique, "on_path": on_path}
+    return {"toolkits": unique, "on_path": on_path, "ptxas_on_path": _ptxas_on_path(ctx, unique)}
+
+
+def _ptxas_on_path(ctx, toolkits):
+    """The ptxas first on PATH when no nvcc here runs it: JAX/XLA and Triton compile PTX with the ptxas they
+    find on PATH, so a hanging or foreign one breaks them even when every nvcc is fine. None when there is none."""
+    path = shutil.which("ptxas", path=ctx.env.get("PATH", ""))
+    if not path or os.path.realpath(path) in {(t.get("ptxas") or {}).get("realpath") for t in toolkits}:
+        return None
+    res = run([path, "--version"], timeout=ctx.timeout, env=ctx.env)
+    ver = parsers.parse_nvcc_version(res.stdout) if res.ok else None
+    rec = res.problem(unparsable="ptxas release") if not (ver and ver.get("release")) else None
+    return dict(ver or {}, path=path, problems=[rec] if rec else [])
 
 
 def shared(ctx) -> dict:

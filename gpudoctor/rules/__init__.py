@@ -50,7 +50,7 @@ def _rules() -> List[Callable]:
         driver.driver_state, driver.driver_mismatch, driver.stub_library,
         cuda.driver_vs_runtimes, cuda.ptx_too_new,
         devices.visibility, devices.gpu_health,
-        toolkit.compiler_unsupported, toolkit.compiler_broken, toolkit.toolkit_broken, toolkit.mixed_toolkit, toolkit.arch_unsupported, toolkit.inventory,
+        toolkit.compiler_unsupported, toolkit.compiler_broken, toolkit.toolkit_broken, toolkit.ptxas_on_path_broken, toolkit.mixed_toolkit, toolkit.arch_unsupported, toolkit.inventory,
         libraries.library_not_found, libraries.cudnn_mismatch, libraries.tensorrt_libs,
         engine.engine_plans,
         frameworks.cpu_build, frameworks.cuda_mismatch, frameworks.arch_binary_missing,

@@ -229,6 +229,21 @@ def toolkit_broken(facts, ctx):
     return out
 
 
+def ptxas_on_path_broken(facts, ctx):
+    """The ptxas first on PATH (what JAX/XLA and Triton run) could not be asked, though no nvcc here runs it."""
+    p = facts["toolkit"].get("ptxas_on_path") or {}
+    out = []
+    for rec in p.get("problems") or []:
+        out.append(Finding(
+            "toolkit.broken", Severity.WARN, "toolkit", f"ptxas first on PATH ({rec['path']}) could not be asked: {rec['what']}",
+            evidence={k: v for k, v in {"path": rec["path"], "what": rec["what"], "command": rec.get("command"),
+                                        "last_line": rec.get("last_line")}.items() if v},
+            fixes=inspect_fixes(rec, ctx.os.family),
+            detail="No nvcc here runs it, but JAX/XLA and Triton compile PTX with the ptxas they find on PATH: "
+                   "their GPU compiles fail or hang the same way."))
+    return out
+
+
 def compiler_broken(facts, ctx):
     """A host compiler (gcc/g++ first on PATH, or the one an nvcc would run) that could not be asked."""
     out, seen = [], set()
