@@ -10,25 +10,13 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
-from test_faults import FAULTS, fake_tool  # noqa: E402  (the same FAKE tools as the test suite)
+from test_faults import FAULTS, fake_tool, naming  # noqa: E402  (the same FAKE tools as the test suite)
 
 from pathlib import Path  # noqa: E402
 
 OUT = Path(sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp())
 STUBS = sys.argv[2] if len(sys.argv) > 2 else None
 TIMEOUT = 8.0
-
-
-def strings(v):
-    if isinstance(v, str):
-        yield v
-    elif isinstance(v, dict):
-        for k, x in v.items():
-            yield k
-            yield from strings(x)
-    elif isinstance(v, list):
-        for x in v:
-            yield from strings(x)
 
 
 def check(env_extra, args=(), tag="run"):
@@ -51,8 +39,7 @@ def main():
             d = Path(tempfile.mkdtemp(prefix=f"fake-{tool}-"))
             fakes = [fake_tool(d, n, fault) for n in (("gcc", "g++") if tool == "gcc" else (tool,))]
             rep, wall, rc = check({"PATH": f"{d}:{os.environ['PATH']}"}, tag=f"{tool}-{fault}")
-            named = [f for f in rep["findings"] if f["severity"] in ("warn", "fail")
-                     and any(str(x) in set(strings(f["evidence"])) for x in fakes)]
+            named = [f for x in fakes for f in naming(rep, x)]
             ok = wall <= TIMEOUT + 3 and bool(named)
             rows.append((tool, fault, wall, rc, ok, named))
     print(f"{'tool':10} {'fault':8} {'wall s':>6} rc  verdict  findings naming the FAKE (severity id: title)")
