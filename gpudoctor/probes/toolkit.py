@@ -146,6 +146,7 @@ def describe_nvcc(path: str, via: str, env, timeout: float) -> dict:
     here = variables.get("_HERE_")
     home = os.path.realpath(os.path.join(here, "..")) if here else os.path.dirname(os.path.dirname(os.path.realpath(path)))
     facts["home"] = home
+    facts["home_from"] = "nvcc --dryrun" if here else "nvcc's path (the dry run did not say)"
     eff_path = variables.get("PATH", env.get("PATH", ""))
     host = parsed["host_command"]
     if host is None and not dry.ok:
@@ -206,6 +207,9 @@ def _probe(ctx) -> dict:
     unique, homes = [], set()
     for t in toolkits:
         key = t.get("home") or t["nvcc_realpath"]
+        if t.get("home") and not t.get("home_from", "").startswith("nvcc --dryrun"):
+            # No dry run to say where a wrapper leads (its host compiler failed): one build string, one toolkit.
+            key = ("build", t.get("release"), t.get("version"), t.get("build"))
         if key in homes:
             continue
         homes.add(key)

@@ -82,6 +82,16 @@ def nvrtc_smoke(facts, ctx):
     return out
 
 
+def _host_compiler_failed(facts, build):
+    """(meaning, id) when the toolkit's host compiler itself could not be asked: that, not the build log's
+    wording (a fake or broken gcc can print anything), is the cause."""
+    for t in facts["toolkit"].get("toolkits") or []:
+        host = (t.get("host_compiler") or {}).get("path")
+        if t.get("nvcc") == build.get("nvcc") and host and any(p["path"] == host for p in t.get("problems") or []):
+            return f"its host compiler {host} could not be asked", "compiler.broken"
+    return None
+
+
 def nvcc_smoke(facts, ctx):
     s = facts["smoke_nvcc"]
     if not s or s.get("skipped"):
@@ -105,7 +115,7 @@ def nvcc_smoke(facts, ctx):
             continue
         if not b.get("compile_ok"):
             text = b.get("compile_output") or b.get("compile_error") or ""
-            meaning, fid = explain(text)
+            meaning, fid = _host_compiler_failed(facts, b) or explain(text)
             retry = b.get("retry_with_ccbin") or {}
             fixes = ()
             if retry.get("compile_ok"):
