@@ -271,17 +271,21 @@ def task_nvrtc_smoke() -> dict:
     return res
 
 
+def _loaded(paths, out):
+    """(path, ctypes library) for each path that loads; a load failure goes into ``out[path]["load_error"]``."""
+    for path in paths:
+        try:
+            yield path, ctypes.CDLL(path)
+        except OSError as exc:
+            out[path] = {"load_error": str(exc)}
+
+
 def task_libversions(paths) -> dict:
     """For each library path, dlopen it and ask it its version (cudart, cudnn, nvinfer, nvrtc)."""
     out = {}
-    for path in paths:
+    for path, lib in _loaded(paths, out):
         base = os.path.basename(path)
         info = {}
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError as exc:
-            out[path] = {"load_error": str(exc)}
-            continue
         if base.startswith("libcudnn"):
             for sym in ("cudnnGetVersion", "cudnnGetCudartVersion"):
                 f = getattr(lib, sym, None)
@@ -306,16 +310,9 @@ def task_stubcheck(paths) -> dict:
     """Ask each libcuda / libnvidia-ml file itself whether it is a driver: ``cuInit(0)`` (a toolkit stub
     returns CUDA_ERROR_STUB_LIBRARY = 34, cuda.h) or ``nvmlInit_v2()`` (the NVML stub prints its own
     "is a stub library" warning and returns NVML_ERROR_DRIVER_NOT_LOADED = 9)."""
-    import io
-
     out = {}
-    for path in paths:
+    for path, lib in _loaded(paths, out):
         base = os.path.basename(path)
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError as exc:
-            out[path] = {"load_error": str(exc)}
-            continue
         if base.startswith("libcuda"):
             rc = int(lib.cuInit(0))
             out[path] = {"call": "cuInit(0)", "result": rc, "stub": rc == 34,

@@ -331,3 +331,28 @@ def test_ptxas_on_path_that_no_nvcc_runs(tmp_path, fault):
     assert facts["path"] == str(fake) and facts["problems"][0]["kind"] in ("timeout", "signal", "unparsable")
     found = ptxas_on_path_broken(Facts({"toolkit": {"ptxas_on_path": facts}}), RuleContext(None, OsFlavor("debian", "debian", "12")))
     assert [f.id for f in found] == ["toolkit.broken"] and str(fake) in found[0].title and found[0].severity.value == "warn"
+
+
+def test_real_nvidia_smi_failing_with_the_driver_is_evidence_not_a_second_fault(tmp_path):
+    """The REAL driver-535 nvidia-smi without a kernel module exits 9 "couldn't communicate with the NVIDIA
+    driver": driver.not_loaded cites it; it is not reported again as a broken tool."""
+    if not Path("/usr/bin/nvidia-smi").exists():
+        pytest.skip("Debian's nvidia-smi is not installed (.ci/install-real-parts)")
+    report, _, _ = check(tmp_path, args=("--no-smoke",))
+    named = naming(report, "/usr/bin/nvidia-smi")
+    if not any(f["id"] == "driver.not_loaded" for f in report["findings"]):
+        pytest.skip("the NVIDIA kernel module is loaded here")
+    assert ids(named) == ["driver.not_loaded"]
+    assert "couldn't communicate" in named[0]["evidence"]["nvidia-smi said"]
+
+
+def test_library_that_does_not_load_is_reported(tmp_path):
+    """A garbage file named libcudart.so.13 on LD_LIBRARY_PATH: the real dynamic loader refuses it
+    ("invalid ELF header"), and the report says so with its path."""
+    d = tmp_path / "lib"
+    d.mkdir()
+    (d / "libcudart.so.13").write_bytes(b"this is not an ELF file\n" * 10)
+    report, wall, _ = check(tmp_path, env_extra={"LD_LIBRARY_PATH": str(d)}, args=("--no-smoke",))
+    found = naming(report, str(d / "libcudart.so.13"))
+    assert "library.load_failed" in ids(found), [f["title"] for f in report["findings"]]
+    assert any("ELF" in f["title"] for f in found)
