@@ -69,7 +69,8 @@ def test_variables_fill_title_and_fixes():
                  "installation.\n")[0]
     assert "(sm_120)" in d.finding.title
     d = _explain("ImportError: libnvinfer.so.10: cannot open shared object file: No such file or directory\n")[0]
-    assert d.finding.title.endswith("libnvinfer.so.10") and d.matches[0].line_no == 1
+    assert d.finding.title.endswith("libnvinfer.so.10 (TensorRT)") and d.matches[0].line_no == 1
+    assert any("'tensorrt==10.*'" in c for f in d.finding.fixes for c in f.commands)
 
 
 def test_every_kb_class_is_a_documented_finding_id():
@@ -110,7 +111,10 @@ def test_chunk_boundaries_do_not_hide_or_duplicate_matches():
         for i in range(0, len(log), step):
             sc.feed(log[i:i + step])
         sc.close()
-        assert [m.line_no for m in sc.matches] == [2, 13], step
+        by_variant = {}
+        for m in sc.matches:
+            by_variant.setdefault(m.variant.name, []).append(m.line_no)
+        assert by_variant and all(lines == [2, 13] for lines in by_variant.values()), (step, by_variant)
 
 
 def test_a_huge_line_without_newline_is_bounded():
@@ -197,9 +201,10 @@ def test_corpus_entries_are_complete_and_sourced():
     for e in entries:
         assert e["source"].startswith("https://") and e["log"].strip() and e["cause_text"], e["_file"]
         assert e["cause"] in ids, f"{e['_file']}: cause {e['cause']} has no signature"
-    assert ids <= {e["cause"] for e in entries}, "every signature class must be backed by at least one real report"
-    for sig in KB:  # and every variant cites a public thread
-        assert all(v.source.startswith("https://github.com/") for v in sig.variants), sig.id
+    assert ids - {"program.error"} <= {e["cause"] for e in entries}, \
+        "every signature class must be backed by at least one real report"
+    for sig in KB:  # every variant cites a public thread or source file, or (generated) NVIDIA's enumeration docs
+        assert all(v.source.startswith(("https://github.com/", "https://docs.nvidia.com/")) for v in sig.variants), sig.id
 
 
 def test_corpus_accuracy():

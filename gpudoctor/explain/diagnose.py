@@ -1,7 +1,8 @@
 """From scanner matches to ranked findings (same ids, titles and fixes style as `gpudoctor check`).
 
 Score of a failure class: the best weight among its matched variants, +0.03 per further distinct
-variant (at most +0.06), +0.1 when live facts of this machine confirm it (``--here``), capped at 1.
+variant (at most +0.06), +0.1 when live facts of this machine confirm it (``--here``), capped at 1
+(``program.error``, "not an environment problem", at :data:`NOT_ENV_MAX`: always low confidence).
 Confidence: >= 0.9 high, >= 0.75 medium, else low. Variables captured by a variant's regex fill the
 title and fix templates; a missing one uses the signature's ``defaults``.
 """
@@ -9,12 +10,18 @@ from __future__ import annotations
 
 import string
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
+from gpudoctor.explain.codekb import NOT_ENV
+from gpudoctor.explain.context import CONTEXT_PREFIX, apply as apply_context
+from gpudoctor.explain.libraries import describe as describe_library
 from gpudoctor.explain.scan import Match, Scanner
 from gpudoctor.findings import Finding, Fix, Severity
 
-__all__ = ["Diagnosis", "diagnose", "confidence_label"]
+__all__ = ["Diagnosis", "diagnose", "confidence_label", "NOT_ENV_MAX"]
+
+#: "Not an environment problem" is never more than a low-confidence diagnosis.
+NOT_ENV_MAX = 0.6
 
 
 class _Vars(dict):
@@ -60,6 +67,7 @@ def _vars_for(sig, matches: List[Match]) -> Dict[str, str]:
     captured = set()
     for m in sorted(matches, key=lambda m: -m.variant.weight):
         for k, v in m.vars.items():
+            k = k[:-1] if k[-1:].isdigit() else k  # a regex's second alternative names its groups lib2, cc2...
             if k not in captured:
                 values[k] = v
                 captured.add(k)
@@ -68,14 +76,41 @@ def _vars_for(sig, matches: List[Match]) -> Dict[str, str]:
             values[name] = fmt.format(values[var])
     if "lib" in captured:
         values["lib_stem"] = values["lib"].split(".so")[0]
+        values.update(describe_library(values["lib"]))
     return values
 
 
+def _build(sig, matches: List[Match], score: float, scanner: Scanner, confirmed: List[str],
+           extra: Optional[Dict[str, object]] = None) -> Diagnosis:
+    values = _vars_for(sig, matches)
+    variants = {m.variant.name for m in matches}
+    evidence: Dict[str, object] = {"log_lines": [f"line {m.line_no}: {m.line}" for m in matches[:3]],
+                                   "occurrences": sum(scanner.counts.get((sig.id, v), 0) for v in variants)}
+    evidence.update({k: v for k, v in values.items() if not k.endswith("_suffix") and k not in ("lib_stem", "install")})
+    evidence.update(extra or {})
+    if confirmed:
+        evidence["this_machine"] = confirmed
+    fixes = tuple(Fix(_fill(str(f["summary"]), values), tuple(_fill(str(c), values) for c in f.get("commands") or ()))
+                  for f in sig.fixes)
+    finding = Finding(sig.id, Severity(sig.severity), sig.area, _fill(sig.title, values), evidence=evidence,
+                      fixes=fixes, doc=sig.doc, detail=sig.detail)
+    return Diagnosis(finding, score, matches, confirmed)
+
+
 def diagnose(scanner: Scanner, live: Optional[Mapping[str, List[str]]] = None) -> List[Diagnosis]:
-    """Ranked diagnoses, best first. ``live``: finding id -> evidence lines from this machine's probes."""
+    """Ranked diagnoses, best first. ``live``: finding id -> evidence lines from this machine's probes.
+
+    Context lines (a ``docker run`` command, an ``nvcc`` command line, ``CUDA_VISIBLE_DEVICES=``, WSL
+    markers) are not diagnoses: :func:`gpudoctor.explain.context.apply` uses them as evidence and to
+    choose between causes the error text alone cannot separate.
+    """
     by_sig: Dict[str, List[Match]] = {}
+    ctx: Dict[str, List[Tuple[int, str]]] = {}
     for m in scanner.matches:
-        by_sig.setdefault(m.signature.id, []).append(m)
+        if m.signature.id.startswith(CONTEXT_PREFIX):
+            ctx.setdefault(m.signature.id[len(CONTEXT_PREFIX):], []).append((m.line_no, m.line))
+        else:
+            by_sig.setdefault(m.signature.id, []).append(m)
     out: List[Diagnosis] = []
     for sig_id, matches in by_sig.items():
         sig = matches[0].signature
@@ -84,18 +119,15 @@ def diagnose(scanner: Scanner, live: Optional[Mapping[str, List[str]]] = None) -
         confirmed = list((live or {}).get(sig_id) or [])
         if confirmed:
             score += 0.1
-        score = min(score, 1.0)
-        values = _vars_for(sig, matches)
-        evidence: Dict[str, object] = {"log_lines": [f"line {m.line_no}: {m.line}" for m in matches[:3]],
-                                       "occurrences": sum(scanner.counts.get((sig_id, v), 0) for v in variants)}
-        evidence.update({k: v for k, v in values.items() if not k.endswith("_suffix") and k != "lib_stem"})
-        if confirmed:
-            evidence["this_machine"] = confirmed
-        fixes = tuple(Fix(_fill(str(f["summary"]), values), tuple(_fill(str(c), values) for c in f.get("commands") or ()))
-                      for f in sig.fixes)
-        finding = Finding(sig_id, Severity(sig.severity), sig.area, _fill(sig.title, values), evidence=evidence,
-                          fixes=fixes, doc=sig.doc, detail=sig.detail)
-        out.append(Diagnosis(finding, score, matches, confirmed))
+        score = min(score, NOT_ENV_MAX if sig_id == NOT_ENV else 1.0)
+        out.append(_build(sig, matches, score, scanner, confirmed))
+
+    def make(sig_id: str, score: float, evidence: Dict[str, object]) -> Optional[Diagnosis]:
+        sig = scanner.signatures.get(sig_id)
+        if sig is None:
+            return None
+        return _build(sig, [], score, scanner, list((live or {}).get(sig_id) or []), evidence)
+
     # Best score first; on ties the class seen earliest in the log (the first error usually causes the rest).
     out.sort(key=lambda d: (-d.score, min(m.line_no for m in d.matches)))
-    return out
+    return apply_context(out, ctx, make) if ctx else out

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Dict, List, Optional, Pattern, Tuple
 
@@ -45,6 +45,7 @@ class Variant:
     regex: Optional[Pattern[str]]
     weight: float
     source: str
+    vars: Dict[str, str] = field(default_factory=dict)  # fixed values a match adds (generated variants)
 
 
 @dataclass(frozen=True)
@@ -84,10 +85,13 @@ def _variant(file: str, i: int, v: dict) -> Variant:
     weight = v.get("weight", 0.8)
     if not isinstance(weight, (int, float)) or not 0 < weight <= 1:
         raise KbError(f"{where}: 'weight' must be in (0, 1]")
-    extra = set(v) - {"name", "anchor", "literal", "regex", "weight", "source"}
+    extra = set(v) - {"name", "anchor", "literal", "regex", "weight", "source", "vars"}
     if extra:
         raise KbError(f"{where}: unknown field(s) {sorted(extra)}")
-    return Variant(v["name"], anchor.encode(), literal.encode(), rx, float(weight), v["source"])
+    fixed = v.get("vars") or {}
+    if not isinstance(fixed, dict) or not all(isinstance(x, str) for x in fixed.values()):
+        raise KbError(f"{where}: 'vars' must map names to strings")
+    return Variant(v["name"], anchor.encode(), literal.encode(), rx, float(weight), v["source"], dict(fixed))
 
 
 def _signature(path: Path) -> Signature:
@@ -106,8 +110,8 @@ def _signature(path: Path) -> Signature:
     if file != f"{doc['id']}.json":
         raise KbError(f"{file}: the file must be named after its id ({doc['id']}.json)")
     variants = doc.get("variants")
-    if not isinstance(variants, list) or not variants:
-        raise KbError(f"{file}: 'variants' must be a non-empty list")
+    if not isinstance(variants, list):
+        raise KbError(f"{file}: 'variants' must be a list")
     fixes = doc.get("fixes") or []
     if not isinstance(fixes, list) or not all(isinstance(f, dict) and isinstance(f.get("summary"), str) for f in fixes):
         raise KbError(f"{file}: 'fixes' must be a list of {{summary, commands}}")
@@ -120,9 +124,32 @@ def _signature(path: Path) -> Signature:
 
 
 def load_kb(directory: Optional[Path] = None) -> List[Signature]:
-    """Every signature file in ``directory`` (default: the shipped KB), sorted by id. Raises KbError."""
+    """Every signature file in ``directory`` (default: the shipped KB), sorted by id, with the
+    variants generated from NVIDIA's error enumerations (``codes/generated.json``, see
+    :mod:`gpudoctor.explain.codekb`) added to their classes. Raises KbError: an invalid file, a
+    generated class without a signature file, or a signature left without any variant."""
+    from gpudoctor.explain.codekb import generated_variants, load_generated
+
     root = Path(directory) if directory else KB_DIR
     files = sorted(root.glob("*.json"))
     if not files:
         raise KbError(f"{root}: no signature files")
-    return [_signature(p) for p in files]
+    sigs = [_signature(p) for p in files]
+    try:
+        data = load_generated(root / "codes" / "generated.json")
+    except (OSError, ValueError) as exc:
+        raise KbError(f"codes/generated.json: cannot be read: {exc}") from None
+    extra = generated_variants(data) if data else {}
+    by_id = {s.id: s for s in sigs}
+    unknown = sorted(set(extra) - set(by_id))
+    if unknown:
+        raise KbError(f"codes/generated.json: classes without a signature file: {unknown}")
+    out = []
+    for sig in sigs:
+        gen = tuple(_variant(f"{sig.file} (generated)", i, v) for i, v in enumerate(extra.get(sig.id, ())))
+        hand = {(v.literal, v.regex.pattern if v.regex else None) for v in sig.variants}
+        merged = sig.variants + tuple(g for g in gen if (g.literal, g.regex.pattern if g.regex else None) not in hand)
+        if not merged:
+            raise KbError(f"{sig.file}: no variants (none in the file, none generated)")
+        out.append(replace(sig, variants=merged))
+    return out

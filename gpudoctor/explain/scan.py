@@ -34,7 +34,12 @@ class Match:
 class Scanner:
     """Feed bytes with :meth:`feed`, then :meth:`close`; read :attr:`matches` and :attr:`counts`."""
 
-    def __init__(self, kb: List[Signature]) -> None:
+    def __init__(self, kb: List[Signature], context: bool = True) -> None:
+        from gpudoctor.explain.context import context_signatures
+
+        kb = list(kb) + (context_signatures() if context else [])
+        #: finding id -> signature (context signatures included), for diagnoses made from context
+        self.signatures: Dict[str, Signature] = {s.id: s for s in kb}
         self._by_anchor: Dict[bytes, List[Tuple[Signature, Variant]]] = {}
         by_literal: Dict[bytes, List[Tuple[Signature, Variant]]] = {}
         for sig in kb:
@@ -108,12 +113,12 @@ class Scanner:
 
     def _check(self, sig: Signature, var: Variant, raw: bytes, line_no: int) -> None:
         text = raw.decode("utf-8", errors="replace")
-        found: Dict[str, str] = {}
+        found: Dict[str, str] = dict(var.vars)
         if var.regex is not None:
             m = var.regex.search(text)
             if m is None:
                 return
-            found = {k: v for k, v in m.groupdict().items() if v}
+            found.update({k: v for k, v in m.groupdict().items() if v})
         key = (sig.id, var.name)
         self.counts[key] = self.counts.get(key, 0) + 1
         if self.counts[key] <= _KEEP:

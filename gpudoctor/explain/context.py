@@ -1,0 +1,131 @@
+"""Command-line context in a log: the command the user ran says more than the error it printed.
+
+The scanner also looks for lines that are *context*, not failures: a ``docker run``/``podman run``
+line, an ``nvcc`` command line, a ``CUDA_VISIBLE_DEVICES=`` assignment, WSL markers. They never make
+a diagnosis by themselves; :func:`apply` uses them as evidence and to pick between causes that the
+error text alone cannot tell apart:
+
+- "no GPU" symptoms (nvidia-smi missing, no driver found, no device, CUDA unavailable) under a
+  ``docker run`` line that passes no GPU (no ``--gpus``, ``--runtime=nvidia``, ``--device
+  nvidia.com/gpu``/``/dev/nvidia*``, CDI) mean the container was started without GPUs:
+  ``container.no_gpu``, ahead of the symptom;
+- the same symptoms with ``CUDA_VISIBLE_DEVICES`` set to nothing (``""``, ``-1``, ``NoDevFiles``)
+  mean the GPUs were hidden: ``device.not_visible``;
+- the same symptoms on WSL (``microsoft-standard-WSL2``, ``/usr/lib/wsl``) point at WSL's libcuda:
+  ``wsl.libcuda``;
+- an ``nvcc`` command's ``-arch``/``-gencode``/``-ccbin``/``-allow-unsupported-compiler`` are shown
+  as the evidence of an arch or host-compiler diagnosis (and ``-allow-unsupported-compiler`` makes
+  a host-compiler diagnosis from errors in the C++ standard headers more certain).
+"""
+from __future__ import annotations
+
+import re
+from typing import Dict, List, Tuple
+
+from gpudoctor.explain.kb import Signature, Variant
+
+__all__ = ["CONTEXT_PREFIX", "context_signatures", "apply"]
+
+CONTEXT_PREFIX = "context."
+_DOCKER_DOC = "https://docs.docker.com/reference/cli/docker/container/run/#gpus"
+_NVCC_DOC = "https://docs.nvidia.com/cuda/cuda-compiler-driver-nvcc/index.html"
+_ENV_DOC = "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#cuda-environment-variables"
+_WSL_DOC = "https://docs.nvidia.com/cuda/wsl-user-guide/index.html"
+
+_RULES = (  # (kind, literal, regex on the line)
+    ("container_run", "docker run", r"\bdocker run\b"),
+    ("container_run", "podman run", r"\bpodman run\b"),
+    ("container_run", "nvidia-docker run", r"\bnvidia-docker run\b"),
+    ("nvcc", "nvcc ", r"(?:^|[\s/'\"$>])nvcc(?:\.exe)?\s+-"),
+    ("visible", "cuda_visible_devices", r"cuda_visible_devices\s*[=:]"),
+    ("wsl", "microsoft-standard", r"microsoft-standard"),
+    ("wsl", "/usr/lib/wsl", r"/usr/lib/wsl"),
+    ("wsl", "wsl2", r"\bwsl2?\b"),
+    ("wsl", "wsl", r"\bwsl\b"),
+)
+_GPU_FLAG = re.compile(r"--gpus|--runtime[= ]nvidia|nvidia\.com/gpu|--device[= ]\S*nvidia|nvidia_visible_devices|"
+                       r"\bnvidia-docker\b|--device[= ]\S*gpu", re.I)
+_HIDDEN = re.compile(r"cuda_visible_devices\s*[=:]\s*(?:(?:\"\"|''|-1|none|nodevfiles|void)(?=[\s;,)]|$)|(?=[\s;]|$))", re.I)
+_NO_GPU_SYMPTOMS = ("driver.missing", "driver.not_loaded", "device.not_visible", "framework.cpu_build", "container.no_gpu")
+_WSL_SYMPTOMS = ("driver.missing", "driver.not_loaded", "device.not_visible", "driver.no_permission", "library.not_found",
+                 "driver.stub_library")
+
+
+def context_signatures() -> List[Signature]:
+    sigs = []
+    for kind, literal, regex in _RULES:
+        doc = {"container_run": _DOCKER_DOC, "nvcc": _NVCC_DOC, "visible": _ENV_DOC, "wsl": _WSL_DOC}[kind]
+        var = Variant(f"{kind}: {literal.strip()}", literal.split()[0].encode() if kind == "container_run" else literal.encode(),
+                      literal.encode(), re.compile(regex, re.I), 1.0, doc)
+        sigs.append(Signature(CONTEXT_PREFIX + kind, "context", "info", kind, "command-line context", doc, (), (var,)))
+    return sigs
+
+
+def _nvcc_flags(line: str) -> Dict[str, str]:
+    flags: Dict[str, str] = {}
+    archs = re.findall(r"(?:-arch|--gpu-architecture|-code|--gpu-code)[= ]\s*([\w,]+)|arch=(compute_\w+),code=\[?([\w,]+)", line)
+    found = sorted({a for tup in archs for part in tup for a in part.split(",") if a})
+    if found:
+        flags["nvcc_arch"] = ",".join(found)
+    m = re.search(r"(?:-ccbin|--compiler-bindir)[= ]\s*(\S+)", line)
+    if m:
+        flags["nvcc_ccbin"] = m.group(1)
+    if re.search(r"-?-allow-unsupported-compiler", line):
+        flags["nvcc_allow_unsupported_compiler"] = "yes"
+    return flags
+
+
+def apply(diags: list, ctx: Dict[str, List[Tuple[int, str]]], make) -> list:
+    """Adjust ranked diagnoses with the context lines found (kind -> [(line_no, text)]).
+
+    ``make(sig_id, score, evidence)`` builds a diagnosis of another class when the context shows it is
+    the cause (it returns None when the KB has no such class). Returns the list, re-sorted.
+    """
+    by_id = {d.finding.id: d for d in diags}
+    symptom = [d for d in diags if d.finding.id in _NO_GPU_SYMPTOMS]
+    top = max((d.score for d in symptom), default=0.0)
+
+    def promote(sig_id: str, evidence: Dict[str, object], over: float) -> None:
+        score = min(max(over + 0.05, 0.8), 0.97)
+        d = by_id.get(sig_id)
+        if d is None:
+            d = make(sig_id, score, evidence)
+            if d is None:
+                return
+            diags.append(d)
+            by_id[sig_id] = d
+        else:
+            d.score = max(d.score, score)
+            d.finding.evidence.update(evidence)
+
+    runs = ctx.get("container_run", [])
+    no_gpu_runs = [(n, t) for n, t in runs if not _GPU_FLAG.search(t)]
+    if symptom and no_gpu_runs:
+        n, t = no_gpu_runs[0]
+        promote("container.no_gpu", {"container_command": f"line {n}: {t}",
+                                     "why": "the container was started without --gpus (or another GPU option)"}, top)
+    hidden = [(n, t) for n, t in ctx.get("visible", []) if _HIDDEN.search(t)]
+    if symptom and hidden and not no_gpu_runs:
+        n, t = hidden[0]
+        promote("device.not_visible", {"cuda_visible_devices": f"line {n}: {t}",
+                                       "why": "CUDA_VISIBLE_DEVICES is set to no GPU"}, top)
+    elif "device.not_visible" in by_id and ctx.get("visible"):
+        n, t = ctx["visible"][0]
+        by_id["device.not_visible"].finding.evidence.setdefault("cuda_visible_devices", f"line {n}: {t}")
+    wsl_symptom = [d for d in diags if d.finding.id in _WSL_SYMPTOMS]
+    if ctx.get("wsl") and wsl_symptom and not no_gpu_runs:
+        n, t = ctx["wsl"][0]
+        promote("wsl.libcuda", {"wsl": f"line {n}: {t}"}, max(d.score for d in wsl_symptom))
+    nvcc = ctx.get("nvcc", [])
+    if nvcc:
+        n, t = nvcc[0]
+        flags = _nvcc_flags(t)
+        for sig_id in ("arch.toolkit_unsupported", "arch.half_unsupported", "arch.binary_missing", "compiler.unsupported",
+                       "toolkit.mixed"):
+            if sig_id in by_id:
+                by_id[sig_id].finding.evidence.update({"nvcc_command": f"line {n}: {t[:300]}", **flags})
+        if "compiler.unsupported" in by_id and flags.get("nvcc_allow_unsupported_compiler"):
+            d = by_id["compiler.unsupported"]
+            d.score = min(max(d.score + 0.05, 0.85), 0.97)
+    diags.sort(key=lambda d: (-d.score, min((m.line_no for m in d.matches), default=0)))
+    return diags
