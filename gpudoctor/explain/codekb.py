@@ -114,6 +114,9 @@ def generated_variants(data: dict) -> Dict[str, List[dict]]:
         for lit in ("cuda error", "cuda_error", "curesult", "cudaerror"):
             add(cls, {"name": f"CUDA error number ({lit})", "anchor": lit, "literal": lit, "regex": regex,
                       "weight": weight, "source": src, "vars": {}})
+        # Numba's driver errors: "[222] Call to cuLinkAddData results in UNKNOWN_CUDA_ERROR" (a CUresult).
+        add(cls, {"name": "CUresult number (Numba)", "anchor": "] call to cu", "literal": "] call to cu",
+                  "regex": rf"\[(?P<number>{alternation})\] call to cu\w+", "weight": weight, "source": src, "vars": {}})
     return out
 
 

@@ -13,6 +13,12 @@ error text alone cannot tell apart:
   mean the GPUs were hidden: ``device.not_visible``;
 - the same symptoms on WSL (``microsoft-standard-WSL2``, ``/usr/lib/wsl``) point at WSL's libcuda:
   ``wsl.libcuda``;
+- a program that runs ``nvidia-smi`` and then fails with "file not found" (``FileNotFoundError``,
+  ``[WinError 2]``, "command not found") has no driver: ``driver.missing``;
+- "Unsupported .version" under a driver JIT call (``cuLinkAddData``, ``cuModuleLoadData``) is the
+  driver rejecting newer PTX (``driver.ptx_too_new``), not an offline ptxas of another toolkit;
+- a failed link or build in a log that names two CUDA toolkit versions (``/usr/local/cuda-12.4``
+  paths, CMake's "CUDA compiler identification is NVIDIA 11.5") mixes toolkits: ``toolkit.mixed``;
 - an ``nvcc`` command's ``-arch``/``-gencode``/``-ccbin``/``-allow-unsupported-compiler`` are shown
   as the evidence of an arch or host-compiler diagnosis (and ``-allow-unsupported-compiler`` makes
   a host-compiler diagnosis from errors in the C++ standard headers more certain).
@@ -42,6 +48,18 @@ _RULES = (  # (kind, literal, regex on the line)
     ("wsl", "/usr/lib/wsl", r"/usr/lib/wsl"),
     ("wsl", "wsl2", r"\bwsl2?\b"),
     ("wsl", "wsl", r"\bwsl\b"),
+    ("nvidia_smi_call", "nvidia-smi", r"[\"']nvidia-smi[\"']|\bnvidia-smi\b"),
+    ("not_found", "filenotfounderror", r"filenotfounderror: \[(?:winerror|errno) 2\][^'\n]*$"),
+    ("not_found", "command not found", r"command not found"),
+    ("driver_jit", "culink", r"culink\w*"),
+    ("driver_jit", "cumoduleload", r"cumoduleload\w*"),
+    ("driver_jit", "linkererror", r"linkererror"),
+    ("toolkit_version", "/cuda-", r"/cuda-\d+\.\d+\b"),
+    ("toolkit_version", "compiler identification is nvidia", r"compiler identification is nvidia \d+\.\d+"),
+    ("toolkit_version", "cuda compilation tools, release", r"cuda compilation tools, release \d+\.\d+"),
+    ("build_error", "ld returned 1 exit status", r"ld returned 1 exit status"),
+    ("build_error", "final link failed", r"final link failed"),
+    ("build_error", "undefined reference to", r"undefined reference to `_?_?cuda"),
 )
 _GPU_FLAG = re.compile(r"--gpus|--runtime[= ]nvidia|nvidia\.com/gpu|--device[= ]\S*nvidia|nvidia_visible_devices|"
                        r"\bnvidia-docker\b|--device[= ]\S*gpu", re.I)
@@ -54,7 +72,7 @@ _WSL_SYMPTOMS = ("driver.missing", "driver.not_loaded", "device.not_visible", "d
 def context_signatures() -> List[Signature]:
     sigs = []
     for kind, literal, regex in _RULES:
-        doc = {"container_run": _DOCKER_DOC, "nvcc": _NVCC_DOC, "visible": _ENV_DOC, "wsl": _WSL_DOC}[kind]
+        doc = {"container_run": _DOCKER_DOC, "visible": _ENV_DOC, "wsl": _WSL_DOC}.get(kind, _NVCC_DOC)
         var = Variant(f"{kind}: {literal.strip()}", literal.split()[0].encode() if kind == "container_run" else literal.encode(),
                       literal.encode(), re.compile(regex, re.I), 1.0, doc)
         sigs.append(Signature(CONTEXT_PREFIX + kind, "context", "info", kind, "command-line context", doc, (), (var,)))
@@ -73,6 +91,15 @@ def _nvcc_flags(line: str) -> Dict[str, str]:
     if re.search(r"-?-allow-unsupported-compiler", line):
         flags["nvcc_allow_unsupported_compiler"] = "yes"
     return flags
+
+
+def _toolkit_versions(lines: List[Tuple[int, str]]) -> Dict[str, int]:
+    """Distinct CUDA toolkit versions (major.minor) named in context lines -> first line naming each."""
+    out: Dict[str, int] = {}
+    for n, t in lines:
+        for v in re.findall(r"(?:/cuda-|identification is nvidia |compilation tools, release )(\d+\.\d+)", t, re.I):
+            out.setdefault(v, n)
+    return out
 
 
 def apply(diags: list, ctx: Dict[str, List[Tuple[int, str]]], make) -> list:
@@ -116,6 +143,21 @@ def apply(diags: list, ctx: Dict[str, List[Tuple[int, str]]], make) -> list:
     if ctx.get("wsl") and wsl_symptom and not no_gpu_runs:
         n, t = ctx["wsl"][0]
         promote("wsl.libcuda", {"wsl": f"line {n}: {t}"}, max(d.score for d in wsl_symptom))
+    if ctx.get("nvidia_smi_call") and ctx.get("not_found") and "driver.missing" not in by_id:
+        (n1, t1), (n2, t2) = ctx["nvidia_smi_call"][0], ctx["not_found"][0]
+        promote("driver.missing", {"command": f"line {n1}: {t1[:200]}", "error": f"line {n2}: {t2[:200]}",
+                                   "why": "a program ran nvidia-smi and the system found no such program"}, 0.8)
+    mixed = by_id.get("toolkit.mixed")
+    if ctx.get("driver_jit") and mixed and any("unsupported .version" in m.line.lower() for m in mixed.matches):
+        n, t = ctx["driver_jit"][0]
+        promote("driver.ptx_too_new", {"jit_call": f"line {n}: {t[:200]}",
+                                       "why": "the driver's JIT (cuLink*/cuModuleLoad*), not an offline ptxas, rejected the PTX"},
+                mixed.score)
+    versions = _toolkit_versions(ctx.get("toolkit_version", []))
+    if len(versions) > 1 and ctx.get("build_error"):
+        n, t = ctx["build_error"][0]
+        promote("toolkit.mixed", {"cuda_versions_in_log": ", ".join(f"{v} (line {ln})" for v, ln in versions.items()),
+                                  "build_error": f"line {n}: {t[:200]}"}, 0.75)
     nvcc = ctx.get("nvcc", [])
     if nvcc:
         n, t = nvcc[0]

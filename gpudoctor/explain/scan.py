@@ -46,14 +46,19 @@ class Scanner:
             for var in sig.variants:
                 self._by_anchor.setdefault(var.anchor, []).append((sig, var))
                 by_literal.setdefault(var.literal, []).append((sig, var))
+        self._by_literal = by_literal
         self._literals = list(by_literal)
         self._by_index = [by_literal[lit] for lit in self._literals]
         self._automaton = _automaton(self._literals)
+        self._stale = False  # a literal's variants are all done: rebuild the automaton without it
         self._carry = b""
         self.lines = 0  # newlines consumed so far
         self.bytes = 0
         self.matches: List[Match] = []
         self.counts: Dict[Tuple[str, str], int] = {}
+        # Context variants (command lines, markers) need only their first few lines: once they have
+        # them, their hits are dropped before any per-line work (build logs have an nvcc line per file).
+        self._done: set = set()
 
     def feed(self, chunk: bytes) -> None:
         self.bytes += len(chunk)
@@ -78,7 +83,19 @@ class Scanner:
             self.lines -= 1
             self._carry = b""
 
+    def _drop_done_literals(self) -> None:
+        live = {lit: entries for lit, entries in self._by_literal.items()
+                if any((sig.id, var.name) not in self._done for sig, var in entries)}
+        if live and len(live) < len(self._by_literal) and self._automaton is not None:
+            self._by_literal = live
+            self._literals = list(live)
+            self._by_index = [live[lit] for lit in self._literals]
+            self._automaton = _automaton(self._literals)
+        self._stale = False
+
     def _hits(self, low: bytes) -> List[Tuple[int, Signature, Variant]]:
+        if self._stale:
+            self._drop_done_literals()
         if self._automaton is not None:
             return [(start, sig, var) for idx, start, _end in self._automaton.find_matches_as_indexes(low, overlapping=True)
                     for sig, var in self._by_index[idx]]
@@ -99,6 +116,8 @@ class Scanner:
         hits = self._hits(low)
         seen = set()
         counted, line_no = 0, self.lines
+        if self._done:
+            hits = [h for h in hits if (h[1].id, h[2].name) not in self._done]
         for pos, sig, var in sorted(hits, key=lambda h: h[0]):
             line_start = low.rfind(b"\n", 0, pos) + 1
             if (line_start, sig.id, var.name) in seen:
@@ -123,6 +142,9 @@ class Scanner:
         self.counts[key] = self.counts.get(key, 0) + 1
         if self.counts[key] <= _KEEP:
             self.matches.append(Match(sig, var, line_no, text.strip()[:300], found))
+        if self.counts[key] >= _KEEP and sig.id.startswith("context.") and key not in self._done:
+            self._done.add(key)
+            self._stale = True
 
 
 def _automaton(literals: List[bytes]):
