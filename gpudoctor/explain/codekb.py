@@ -4,7 +4,8 @@ Each classified code becomes variants of its finding class (``"program"`` codes 
 ``program.error``, "not an environment problem"):
 
 - its **name** as the APIs and bindings print it (``CUDA_ERROR_NO_DEVICE``, ``cudaErrorNoDevice``,
-  nvidia-ml-py's ``NVMLError_DriverNotLoaded``), matched as a whole word;
+  nvidia-ml-py's ``NVMLError_DriverNotLoaded``, Rust's ``NoBinaryForGpu``, CUDA.jl's
+  ``ERROR_NO_BINARY_FOR_GPU``), matched as a whole word;
 - its **message**, as the library's error-string function returns it: bare when it is distinctive
   (>= 20 characters, >= 3 words, and no code of another class prints it), and always behind the
   prefixes tools put in front of it (PyTorch's ``CUDA error: ``, nvidia-smi's
@@ -85,6 +86,7 @@ def generated_variants(data: dict) -> Dict[str, List[dict]]:
                 from gpudoctor.explain.enumerations import pynvml_class_name
 
                 names.append(pynvml_class_name(c["name"]))
+            names += _other_language_names(enum["enum"], c["name"])
             for name in names:
                 low = name.lower()
                 add(cls, {"name": f"{enum['enum']} {name}", "anchor": low, "literal": low, "regex": _word(name),
@@ -118,6 +120,19 @@ def generated_variants(data: dict) -> Dict[str, List[dict]]:
         add(cls, {"name": "CUresult number (Numba)", "anchor": "] call to cu", "literal": "] call to cu",
                   "regex": rf"\[(?P<number>{alternation})\] call to cu\w+", "weight": weight, "source": src, "vars": {}})
     return out
+
+
+def _other_language_names(enum: str, name: str) -> List[str]:
+    """How bindings in other languages print a driver code: Rust's cust/rustacuda enums in CamelCase
+    (``CUDA_ERROR_NO_BINARY_FOR_GPU`` -> ``NoBinaryForGpu``), CUDA.jl without the ``CUDA_`` prefix
+    (``ERROR_NO_BINARY_FOR_GPU``). Only names of three words or more: shorter ones ("NoDevice",
+    "Unknown") are ordinary words in other contexts."""
+    if enum != "CUresult" or not name.startswith("CUDA_ERROR_"):
+        return []
+    words = name[len("CUDA_ERROR_"):].split("_")
+    if len(words) < 3:
+        return []
+    return ["".join(w.capitalize() for w in words), name[len("CUDA_"):]]
 
 
 def _class(code: dict) -> str:

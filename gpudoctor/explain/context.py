@@ -17,6 +17,9 @@ error text alone cannot tell apart:
   ``[WinError 2]``, "command not found") has no driver: ``driver.missing``;
 - "Unsupported .version" under a driver JIT call (``cuLinkAddData``, ``cuModuleLoadData``) is the
   driver rejecting newer PTX (``driver.ptx_too_new``), not an offline ptxas of another toolkit;
+- a library that fails to load while the loader searches ``LD_LIBRARY_PATH`` directories of a CUDA
+  tree (an ``LD_DEBUG`` trace, an ``LD_LIBRARY_PATH=/opt/.../cuda/...`` line) is the stale-path case:
+  ``env.ld_library_path``;
 - a failed link or build in a log that names two CUDA toolkit versions (``/usr/local/cuda-12.4``
   paths, CMake's "CUDA compiler identification is NVIDIA 11.5") mixes toolkits: ``toolkit.mixed``;
 - an ``nvcc`` command's ``-arch``/``-gencode``/``-ccbin``/``-allow-unsupported-compiler`` are shown
@@ -57,6 +60,8 @@ _RULES = (  # (kind, literal, regex on the line)
     ("toolkit_version", "/cuda-", r"/cuda-\d+\.\d+\b"),
     ("toolkit_version", "compiler identification is nvidia", r"compiler identification is nvidia \d+\.\d+"),
     ("toolkit_version", "cuda compilation tools, release", r"cuda compilation tools, release \d+\.\d+"),
+    ("ld_library_path", "(ld_library_path)", r"search path=[^\n]*(?:cuda|cudnn|hpc_sdk|nvidia)[^\n]*\(ld_library_path\)"),
+    ("ld_library_path", "ld_library_path=", r"ld_library_path=[^\s]*(?:cuda|cudnn|hpc_sdk|tensorrt)"),
     ("build_error", "ld returned 1 exit status", r"ld returned 1 exit status"),
     ("build_error", "final link failed", r"final link failed"),
     ("build_error", "undefined reference to", r"undefined reference to `_?_?cuda"),
@@ -153,6 +158,12 @@ def apply(diags: list, ctx: Dict[str, List[Tuple[int, str]]], make) -> list:
         promote("driver.ptx_too_new", {"jit_call": f"line {n}: {t[:200]}",
                                        "why": "the driver's JIT (cuLink*/cuModuleLoad*), not an offline ptxas, rejected the PTX"},
                 mixed.score)
+    lib_failure = [d for d in diags if d.finding.id in ("library.not_found", "cudnn.mismatch", "framework.cpu_build")]
+    if ctx.get("ld_library_path") and lib_failure and "env.ld_library_path" not in by_id:
+        n, t = ctx["ld_library_path"][0]
+        promote("env.ld_library_path", {"ld_library_path": f"line {n}: {t[:300]}",
+                                        "why": "the loader searched LD_LIBRARY_PATH's CUDA directories for the library that failed"},
+                max(d.score for d in lib_failure))
     versions = _toolkit_versions(ctx.get("toolkit_version", []))
     if len(versions) > 1 and ctx.get("build_error"):
         n, t = ctx["build_error"][0]
