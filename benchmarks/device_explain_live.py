@@ -94,7 +94,7 @@ def _cases():
         ("missing-cublas11", "library.not_found", f"{PY} -c \"import ctypes; ctypes.CDLL('libcublasLt.so.11')\""),
         ("script-runs-nvidia-smi", "driver.missing",
          f"env PATH=/nonexistent {PY} -c \"import subprocess; subprocess.run(['nvidia-smi', '-L'])\""),
-        ("shell-nvidia-smi", "driver.missing", "env PATH=/nonexistent bash -c 'nvidia-smi -L'"),
+        ("shell-nvidia-smi", "driver.missing", "env PATH=/nonexistent /bin/bash -c 'nvidia-smi -L'"),
         ("cuda-home-list", "env.cuda_home",
          f"CUDA_HOME=/usr/local/cuda:/opt/cuda {PY} -c \"from torch.utils.cpp_extension import load_inline; "
          f"load_inline('x', '', cuda_sources='__global__ void k(){{}}', functions=[], build_directory='{TMP}')\""),

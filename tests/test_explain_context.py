@@ -1,6 +1,11 @@
 """Command-line context: the command in a log picks between causes the error text cannot separate."""
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+import pytest
+
 from gpudoctor.explain.diagnose import diagnose
 from gpudoctor.explain.kb import load_kb
 from gpudoctor.explain.scan import Scanner
@@ -88,3 +93,19 @@ def test_two_toolkit_versions_in_a_failed_build_are_mixed_toolkits():
     assert ranked[0].finding.id == "toolkit.mixed"
     assert "11.5" in ranked[0].finding.evidence["cuda_versions_in_log"]
     assert "toolkit.mixed" not in _ids(text.replace("12.4", "11.5"))
+
+
+# ----------------------------------------------------------------------------- real failures on the H100
+
+H100 = json.loads((Path(__file__).resolve().parent / "data" / "explain-h100" / "cases.json").read_text())["cases"]
+
+
+@pytest.mark.parametrize("case", H100, ids=lambda c: c["name"])
+def test_real_failures_made_on_the_h100(case):
+    """What PyTorch, CuPy, JAX, cuda-python, nvcc, NVRTC and the loader really printed on the H100."""
+    ranked = _ranked(case["log"])
+    if case["expected"] == "none":
+        assert not [d for d in ranked if d.score >= 0.75 and d.finding.id != "program.error"]
+        assert ranked and ranked[0].finding.id == "program.error"
+    else:
+        assert ranked and ranked[0].finding.id == case["expected"], [(d.finding.id, d.score) for d in ranked]
