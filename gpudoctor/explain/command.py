@@ -73,9 +73,17 @@ def _render(diags, scanner, top: int, cmd_rc: Optional[int]) -> str:
         return "\n".join(out) + "\n"
     for rank, d in enumerate(diags[:top], 1):
         f = d.finding
-        out.append(f"{rank}. ✗ {f.title} [{f.id}] — {confidence_label(d.score)} confidence")
-        for m in d.matches[:2]:
-            out.append(f"     log line {m.line_no}: {m.line}")
+        icon = {"fail": "✗", "warn": "!"}.get(f.severity.value, "•")
+        out.append(f"{rank}. {icon} {f.title} [{f.id}] — {confidence_label(d.score)} confidence")
+        shown = []
+        for m in d.matches:
+            if m.line_no not in shown and len(shown) < 2:
+                shown.append(m.line_no)
+                out.append(f"     log line {m.line_no}: {m.line}")
+        for key in ("container_command", "cuda_visible_devices", "wsl", "nvcc_command", "command", "jit_call",
+                    "cuda_versions_in_log", "ld_library_path"):
+            if key in f.evidence:
+                out.append(f"     context: {f.evidence[key]}")
         for line in d.confirmed_by:
             out.append(f"     on this machine: {line}")
         if f.detail:

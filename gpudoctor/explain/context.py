@@ -51,6 +51,8 @@ _RULES = (  # (kind, literal, regex on the line)
     ("wsl", "/usr/lib/wsl", r"/usr/lib/wsl"),
     ("wsl", "wsl2", r"\bwsl2?\b"),
     ("wsl", "wsl", r"\bwsl\b"),
+    ("wsl", "/mnt/c/", r"(?:^|[\s\"'=(])/mnt/[a-z]/"),  # WSL mounts Windows drives at /mnt/<letter>
+    ("wsl", "/mnt/d/", r"(?:^|[\s\"'=(])/mnt/[a-z]/"),
     ("nvidia_smi_call", "nvidia-smi", r"[\"']nvidia-smi[\"']|\bnvidia-smi\b"),
     ("not_found", "filenotfounderror", r"filenotfounderror: \[(?:winerror|errno) 2\][^'\n]*$"),
     ("not_found", "command not found", r"command not found"),

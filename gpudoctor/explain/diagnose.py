@@ -84,7 +84,7 @@ def _build(sig, matches: List[Match], score: float, scanner: Scanner, confirmed:
            extra: Optional[Dict[str, object]] = None) -> Diagnosis:
     values = _vars_for(sig, matches)
     variants = {m.variant.name for m in matches}
-    evidence: Dict[str, object] = {"log_lines": [f"line {m.line_no}: {m.line}" for m in matches[:3]],
+    evidence: Dict[str, object] = {"log_lines": list(dict.fromkeys(f"line {m.line_no}: {m.line}" for m in matches))[:3],
                                    "occurrences": sum(scanner.counts.get((sig.id, v), 0) for v in variants)}
     evidence.update({k: v for k, v in values.items() if not k.endswith("_suffix") and k not in ("lib_stem", "install")})
     evidence.update(extra or {})
