@@ -28,8 +28,6 @@ import ctypes
 import glob
 import os
 import re
-import site
-import sys
 from dataclasses import dataclass, field
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
@@ -200,13 +198,9 @@ def _parse_body(enum: str, body: str) -> List[Code]:
 
 
 def _site_dirs() -> List[str]:
-    sp: List[str] = []
-    try:
-        sp += site.getsitepackages()
-    except AttributeError:  # virtualenv's old site.py
-        pass
-    sp += [p for p in sys.path if p.endswith(("site-packages", "dist-packages"))]
-    return list(dict.fromkeys(sp))
+    from gpudoctor.libfind import site_packages_dirs
+
+    return site_packages_dirs()
 
 
 def _include_dirs(extra: Sequence[str] = ()) -> List[str]:
@@ -221,12 +215,7 @@ def _include_dirs(extra: Sequence[str] = ()) -> List[str]:
     for d in _site_dirs():
         dirs += sorted(glob.glob(os.path.join(d, "nvidia", "*", "include")))
     dirs += ["/usr/include", "/usr/local/include"]
-    seen, out = set(), []
-    for d in dirs:
-        if d not in seen and os.path.isdir(d):
-            seen.add(d)
-            out.append(d)
-    return out
+    return list(dict.fromkeys(d for d in dirs if os.path.isdir(d)))
 
 
 def find_headers(name: str, extra: Sequence[str] = ()) -> List[str]:
