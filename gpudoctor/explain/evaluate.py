@@ -7,7 +7,8 @@ finding id, or ``"none"`` for a failure that is not an environment problem) and 
 - an entry with a cause is a top-1 hit when the first diagnosis is its cause (or an ``also_ok``),
   a top-3 hit when one of the first three is;
 - a ``"none"`` entry is a hit when no environment diagnosis is *confident* (score >= 0.75, the
-  "medium" confidence floor); a ``program.error`` diagnosis ("not an environment problem") is allowed;
+  "medium" confidence floor) unless it is one of the entry's ``also_ok`` classes; a ``program.error``
+  diagnosis ("not an environment problem") is allowed;
 - a false positive of class C is a confident top-1 diagnosis C on an entry whose cause is not C.
 """
 from __future__ import annotations
@@ -48,7 +49,8 @@ class Result:
         return any(i in self.ok for i, _ in self.ranked[:3])
 
     def confident_env(self) -> List[str]:
-        return [i for i, s in self.ranked if s >= CONFIDENT and i != NOT_ENV]
+        """Confident environment diagnoses that the report does not accept (``also_ok`` ones are accepted)."""
+        return [i for i, s in self.ranked if s >= CONFIDENT and i != NOT_ENV and i not in self.ok]
 
     @property
     def false_positive(self) -> Optional[str]:
