@@ -106,6 +106,19 @@ def generated_variants(data: dict) -> Dict[str, List[dict]]:
     for value, classes in numbers.items():
         if len(classes) == 1:
             by_class.setdefault(next(iter(classes)), []).append(value)
+    nvml_numbers: Dict[str, List[int]] = {}
+    for enum in data["enums"]:
+        if enum["enum"] == "nvmlReturn_t":
+            for c in enum["codes"]:
+                if c["class"] != "success":
+                    nvml_numbers.setdefault(_class(c), []).append(c["value"])
+    nvml_doc = next((e["doc_url"] for e in data["enums"] if e["enum"] == "nvmlReturn_t"), "https://docs.nvidia.com/deploy/nvml-api/")
+    for cls, values in sorted(nvml_numbers.items()):
+        alternation = "|".join(str(v) for v in sorted(values, key=lambda v: -len(str(v))))
+        # "nvml vram init failure: 9", "NVML error 18", "nvmlInit returned 9"
+        add(cls, {"name": "NVML return number", "anchor": "nvml", "literal": "nvml",
+                  "regex": rf"nvml\w*[^\n]{{0,30}}(?:error|failure|failed|return(?:ed)?|code)\W{{0,3}}(?P<number>{alternation})(?![\w.])",
+                  "weight": _PROGRAM_WEIGHT - 0.05 if cls == NOT_ENV else _NUMBER_WEIGHT, "source": nvml_doc, "vars": {}})
     src = (f"{data['enums'][0]['doc_url']} (CUresult and cudaError_t numbers, generated)"
            if data["enums"] else "https://docs.nvidia.com/cuda/")
     for cls, values in sorted(by_class.items()):

@@ -51,6 +51,7 @@ _RULES = (  # (kind, literal, regex on the line)
     ("wsl", "/usr/lib/wsl", r"/usr/lib/wsl"),
     ("wsl", "wsl2", r"\bwsl2?\b"),
     ("wsl", "wsl", r"\bwsl\b"),
+    ("wsl", "-microsoft", r"\d-microsoft\b"),  # WSL 1 kernels: 4.4.0-19041-Microsoft
     ("wsl", "/mnt/c/", r"(?:^|[\s\"'=(])/mnt/[a-z]/"),  # WSL mounts Windows drives at /mnt/<letter>
     ("wsl", "/mnt/d/", r"(?:^|[\s\"'=(])/mnt/[a-z]/"),
     ("nvidia_smi_call", "nvidia-smi", r"[\"']nvidia-smi[\"']|\bnvidia-smi\b"),
@@ -66,6 +67,9 @@ _RULES = (  # (kind, literal, regex on the line)
     ("ld_library_path", "ld_library_path=", r"ld_library_path=[^\s]*(?:cuda|cudnn|hpc_sdk|tensorrt)"),
     ("build_error", "ld returned 1 exit status", r"ld returned 1 exit status"),
     ("build_error", "final link failed", r"final link failed"),
+    ("build_error", "compiler identification source file", r"compiler identification source file[^\n]*failed|compilercudacompilerid\.cu\W*failed"),
+    ("toolkit_version", "/usr/lib/nvidia-cuda-toolkit", r"/usr/lib/nvidia-cuda-toolkit"),
+    ("toolkit_version", "/usr/local/cuda/bin", r"/usr/local/cuda/bin"),
     ("build_error", "undefined reference to", r"undefined reference to `_?_?cuda"),
 )
 _GPU_FLAG = re.compile(r"--gpus|--runtime[= ]nvidia|nvidia\.com/gpu|--device[= ]\S*nvidia|nvidia_visible_devices|"
@@ -106,6 +110,9 @@ def _toolkit_versions(lines: List[Tuple[int, str]]) -> Dict[str, int]:
     for n, t in lines:
         for v in re.findall(r"(?:/cuda-|identification is nvidia |compilation tools, release )(\d+\.\d+)", t, re.I):
             out.setdefault(v, n)
+        # Distro toolkit beside NVIDIA's: two toolkits even when no version is printed.
+        for root in re.findall(r"/usr/lib/nvidia-cuda-toolkit|/usr/local/cuda(?=/bin)", t, re.I):
+            out.setdefault(root, n)
     return out
 
 
