@@ -58,7 +58,7 @@ def probe_budget(timeout: float) -> float:
 
 
 def run_check(matrix, smoke: bool = True, timeout: float = 30.0, env: Optional[Mapping[str, str]] = None,
-              probes=None, engines=(), requirements=(), no_gpu: bool = False, target_gpus=()) -> Report:
+              probes=None, engines=(), requirements=(), no_gpu: bool = False, target_gpus=(), cache: bool = True) -> Report:
     """Run ``probes`` (default: all) concurrently, evaluate every rule against ``matrix``.
 
     ``matrix`` may be a callable returning the matrix: it is then loaded while the probes run
@@ -71,7 +71,8 @@ def run_check(matrix, smoke: bool = True, timeout: float = 30.0, env: Optional[M
 
     t0 = time.monotonic()
     ctx = ProbeContext(env=dict(env if env is not None else os.environ), smoke=smoke,
-                       timeout=min(timeout / 3, QUERY_TIMEOUT), budget=probe_budget(timeout), engines=tuple(engines))
+                       timeout=min(timeout / 3, QUERY_TIMEOUT), budget=probe_budget(timeout), engines=tuple(engines),
+                       cache=cache)
     pending = start_probes(probes or ALL, ctx)
     try:
         if callable(matrix):
@@ -87,7 +88,7 @@ def run_check(matrix, smoke: bool = True, timeout: float = 30.0, env: Optional[M
         findings = [_not_judged(f) for f in findings]
     findings.sort(key=lambda f: -f.severity.rank)
     return Report(results, findings, time.monotonic() - t0, getattr(matrix, "data_version", None), osf,
-                  {"smoke": smoke, "timeout_s": timeout, "engines": list(engines), "no_gpu": no_gpu,
+                  {"smoke": smoke, "cache": cache, "timeout_s": timeout, "engines": list(engines), "no_gpu": no_gpu,
                    "target_gpus": [f"{n} ({cc})" for n, cc in target_gpus],
                    "requirements": [r.text for r in requirements]})
 

@@ -34,6 +34,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("-v", "--verbose", action="store_true", help="show the evidence behind every finding")
     c.add_argument("--strict", action="store_true", help="exit 1 on warnings too")
     c.add_argument("--no-smoke", action="store_true", help="skip the compile-and-run smoke tests")
+    c.add_argument("--no-cache", action="store_true",
+                   help="build the smoke test and rescan binaries even when a verified cached result exists")
     c.add_argument("--timeout", type=float, default=30.0, metavar="S",
                    help="the check finishes within S seconds whatever hangs (default 30); a tool that does not "
                         "answer in time is reported with its path")
@@ -262,7 +264,8 @@ def main(argv=None) -> int:
     try:  # the matrix loads while the probes run
         report = run_check(lambda: load_matrix(args.matrix) if args.matrix else load_matrix(),
                            smoke=not (args.no_smoke or args.no_gpu), timeout=args.timeout, engines=args.engine,
-                           requirements=policy.requirements, no_gpu=args.no_gpu, target_gpus=targets)
+                           requirements=policy.requirements, no_gpu=args.no_gpu, target_gpus=targets,
+                           cache=not args.no_cache)
     except MatrixError as exc:
         print(f"gpudoctor: error: compatibility matrix is invalid: {exc}", file=sys.stderr)
         return EXIT_ERROR

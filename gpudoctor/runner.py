@@ -36,6 +36,8 @@ class ProbeContext:
     python: str = field(default_factory=lambda: sys.executable)
     #: TensorRT engine plans to read (``check --engine FILE``).
     engines: Tuple[str, ...] = ()
+    #: Use the on-disk cache of pure functions of files (smoke builds, fatbin scans); ``--no-cache``: False.
+    cache: bool = True
     _memo: Dict[str, object] = field(default_factory=dict, repr=False)
     _locks: Dict[str, threading.Lock] = field(default_factory=dict, repr=False)
     _guard: threading.Lock = field(default_factory=threading.Lock, repr=False)

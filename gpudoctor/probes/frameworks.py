@@ -71,7 +71,7 @@ def _cuda_major_from(names) -> dict:
     return out
 
 
-def _torch(include_archs: bool, problems=None) -> dict:
+def _torch(include_archs: bool, problems=None, cache=None) -> dict:
     d = _module_dir("torch")
     if not d:
         return None
@@ -84,23 +84,45 @@ def _torch(include_archs: bool, problems=None) -> dict:
              "archs": None}
     lib = os.path.join(d, "lib", "libtorch_cuda.so")
     if include_archs and os.path.isfile(lib):
-        facts["archs"] = _binary_archs(lib)
+        facts["archs"] = _binary_archs(lib, cache)
     return facts
 
 
-def _binary_archs(path: str) -> dict:
-    try:
-        from gpudoctor import fatbin
-    except ImportError:
-        return {"error": "fatbin reader unavailable"}
+#: Bump when what a fatbinary scan returns changes (invalidates cached scans).
+SCAN_FORMAT = 1
+
+
+def scan_targets(path: str, cache=None) -> dict:
+    """``{"sass": [...], "ptx": [...]}`` of a CUDA binary, or ``{"error": ...}`` when it is not one.
+
+    A pure function of the file: with a :class:`gpudoctor.cache.Cache`, the result is kept under the
+    file's identity (real path, size, mtime) and read back verified on the next check, so a 1 GB
+    ``libtorch_cuda.so`` is scanned once, not on every check. Raises OSError (unreadable file)."""
+    from gpudoctor import fatbin
+    from gpudoctor.cache import file_identity
+
+    inputs = {"format": SCAN_FORMAT, "file": file_identity(path)}
+    hit = cache.get_json(inputs) if cache is not None else None
+    if isinstance(hit, dict) and ("sass" in hit or "error" in hit):
+        return dict(hit, cached=True)
     try:
         b = fatbin.read_cuda_binary(path)
-    except (fatbin.CudaBinaryError, OSError) as exc:
+        out = {"sass": list(b.sass), "ptx": list(b.ptx)}
+    except fatbin.CudaBinaryError as exc:
+        out = {"error": str(exc)}
+    if cache is not None:
+        cache.put_json(inputs, out)
+    return out
+
+
+def _binary_archs(path: str, cache=None) -> dict:
+    try:
+        return dict(scan_targets(path, cache), path=path)
+    except OSError as exc:
         return {"path": path, "error": str(exc)}
-    return {"path": path, "sass": list(b.sass), "ptx": list(b.ptx)}
 
 
-def _package_archs(dist_name: str, min_bytes: int = 1 << 20, max_files: int = 16) -> dict:
+def _package_archs(dist_name: str, min_bytes: int = 1 << 20, max_files: int = 16, cache=None) -> dict:
     """Union of SASS/PTX targets over a distribution's CUDA libraries (files of at least ``min_bytes``,
     the largest ``max_files``), read from their fatbinaries without importing the package."""
     from gpudoctor import fatbin
@@ -114,12 +136,12 @@ def _package_archs(dist_name: str, min_bytes: int = 1 << 20, max_files: int = 16
     sass, ptx, libs = set(), set(), []
     for path in files:
         try:
-            b = fatbin.read_cuda_binary(path)
-        except (fatbin.CudaBinaryError, OSError):
+            b = scan_targets(path, cache)
+        except OSError:
             continue
-        if b.sass or b.ptx:
-            sass.update(b.sass)
-            ptx.update(b.ptx)
+        if b.get("sass") or b.get("ptx"):
+            sass.update(b["sass"])
+            ptx.update(b["ptx"])
             libs.append(path)
     if not libs:
         return {"error": f"no CUDA code found in {dist_name}'s libraries"}
@@ -137,8 +159,11 @@ def probe(ctx) -> dict:
     """``{"torch": {...}|None, "tensorflow": {...}|None, "onnxruntime": {...}|None, "jax": {...}|None,
     "cupy": {...}|None}``; each holds version, the CUDA (and cuDNN) it was built for, and where known,
     its SASS/PTX targets."""
+    from gpudoctor.cache import Cache
+
     problems: list = []
-    out = {"torch": _torch(include_archs=True, problems=problems), "tensorflow": None, "onnxruntime": None,
+    cache = Cache("fatbin-scan", enabled=getattr(ctx, "cache", True), env=ctx.env)
+    out = {"torch": _torch(include_archs=True, problems=problems, cache=cache), "tensorflow": None, "onnxruntime": None,
            "jax": None, "cupy": None, "problems": problems}
     tf = _module_dir("tensorflow")
     if tf:
@@ -154,14 +179,14 @@ def probe(ctx) -> dict:
         dist, ver = _dist_version("onnxruntime-gpu", "onnxruntime")
         out["onnxruntime"] = {"path": ort, "distribution": dist, "version": ver or info.get("__version__"),
                               "cuda": info.get("cuda_version"), "cudnn": info.get("cudnn_version"),
-                              "archs": _package_archs(dist) if dist == "onnxruntime-gpu" else None}
+                              "archs": _package_archs(dist, cache=cache) if dist == "onnxruntime-gpu" else None}
     if _module_dir("jax") or _module_dir("jaxlib"):
         plugins = [n for n in ("jax-cuda13-plugin", "jax-cuda12-plugin", "jax-cuda13-pjrt", "jax-cuda12-pjrt", "jaxlib")
                    if _dist_version(n)[1]]
         out["jax"] = {"version": _dist_version("jax")[1], "jaxlib": _dist_version("jaxlib")[1],
                       "plugins": {p: _dist_version(p)[1] for p in plugins},
                       "cuda_majors": sorted(set(_cuda_major_from(plugins).values())),
-                      "archs": next((a for a in (_package_archs(p) for p in plugins if "plugin" in p or "pjrt" in p)
+                      "archs": next((a for a in (_package_archs(p, cache=cache) for p in plugins if "plugin" in p or "pjrt" in p)
                                      if "error" not in a), None)}
     cupy_names = [d.metadata["Name"] for d in metadata.distributions()
                   if (d.metadata["Name"] or "").lower().startswith("cupy")]

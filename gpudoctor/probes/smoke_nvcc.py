@@ -3,12 +3,14 @@ compiler it would use by default, and runs it when a GPU is visible. Facts only:
 explain a failure (compiler too new, arch unsupported, another toolkit's ptxas)."""
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from gpudoctor.cache import Cache, file_identity
 from gpudoctor.probes import toolkit as toolkit_probe
 from gpudoctor.probes.driver import nvml_snapshot
 from gpudoctor.subproc import run
@@ -16,8 +18,45 @@ from gpudoctor.subproc import run
 SOURCE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "smoke", "vector_add.cu")
 
 
-def _build_and_run(tk: dict, arch, gpu_present: bool, env, timeout: float, extra=()) -> dict:
+#: Bump when the way the smoke binary is built changes (invalidates every cached build).
+CACHE_FORMAT = 1
+
+
+def cache_inputs(tk: dict, arch, env) -> dict:
+    """What the smoke binary is a pure function of: the nvcc (file identity), the host compiler it
+    runs (path, version, file identity), the NVCC_* variables that add flags or pick the compiler,
+    the kernel source, the target arch. Any change is a new cache key, so a stale binary is never run."""
+    host = dict(tk.get("host_compiler") or {})
+    try:
+        host_id = file_identity(host["path"]) if host.get("path") else None
+    except OSError:
+        host_id = None
+    with open(SOURCE, "rb") as fh:
+        source = hashlib.sha256(fh.read()).hexdigest()
+    return {"format": CACHE_FORMAT, "nvcc": file_identity(tk["nvcc"]), "release": tk.get("release"),
+            "host_compiler": {"path": host.get("path"), "version": host.get("version"), "file": host_id},
+            "nvcc_env": {k: env.get(k) for k in ("NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS", "NVCC_CCBIN") if env.get(k)},
+            "source_sha256": source, "arch": arch}
+
+
+def _run_binary(exe: str, env, timeout: float) -> dict:
+    with tempfile.TemporaryDirectory(prefix="gpudoctor-smoke-run-") as tmp:
+        t0 = time.perf_counter()
+        r = run([exe], timeout=timeout, env=env, cwd=tmp)
+    return {"ok": r.ok and "GPUDOCTOR_SMOKE_OK" in r.stdout, "output": r.output[-2000:],
+            "returncode": r.returncode, "error": r.error, "seconds": round(time.perf_counter() - t0, 3)}
+
+
+def _build_and_run(tk: dict, arch, gpu_present: bool, env, timeout: float, extra=(), cache: Cache = None) -> dict:
     args = [tk["nvcc"], SOURCE, "-o", None] + (["-arch", arch] if arch else []) + list(extra)
+    inputs = cache_inputs(tk, arch, env) if cache is not None and not extra else None
+    hit = cache.get_files(inputs) if inputs is not None else None
+    if hit is not None:  # built before from the same inputs: only the driver/GPU path is tested again
+        shown = [("vector_add.cu" if a == SOURCE else "smoke" if a is None else a) for a in args]
+        out = {"command": " ".join(shown), "compile_ok": True, "compile_seconds": 0.0, "compile_output": "",
+               "compile_error": None, "cached": {"dir": hit["dir"], "built": hit.get("created")}}
+        out["run"] = _run_binary(hit["files"]["smoke"], env, timeout) if gpu_present else {"skipped": "no GPU visible to NVML"}
+        return out
     with tempfile.TemporaryDirectory(prefix="gpudoctor-smoke-") as tmp:
         exe = os.path.join(tmp, "smoke")
         args[3] = exe
@@ -29,13 +68,13 @@ def _build_and_run(tk: dict, arch, gpu_present: bool, env, timeout: float, extra
                "compile_output": res.output[-3000:], "compile_error": res.error}
         if not res.ok:
             return out
+        if inputs is not None and cache.enabled:
+            stored = cache.put_files(inputs, {"smoke": exe})
+            out["cache_stored"] = stored or f"not stored (cannot write {cache.dir})"
         if not gpu_present:
             out["run"] = {"skipped": "no GPU visible to NVML"}
             return out
-        t0 = time.perf_counter()
-        r = run([exe], timeout=timeout, env=env, cwd=tmp)
-        out["run"] = {"ok": r.ok and "GPUDOCTOR_SMOKE_OK" in r.stdout, "output": r.output[-2000:],
-                      "returncode": r.returncode, "error": r.error, "seconds": round(time.perf_counter() - t0, 3)}
+        out["run"] = _run_binary(exe, env, timeout)
         return out
 
 
@@ -56,13 +95,16 @@ def _without_ccbin(env) -> dict:
 
 
 def probe(ctx) -> dict:
-    """``{"builds": [{nvcc, release, arch, command, compile_ok, compile_output, run, retry_with_ccbin}]}``."""
+    """``{"builds": [{nvcc, release, arch, command, compile_ok, compile_output, run, retry_with_ccbin,
+    cached | cache_stored}]}``. A build whose inputs (:func:`cache_inputs`) match a verified cache
+    entry is not rebuilt: the cached binary runs (``cached``: where, when it was built)."""
     if not ctx.smoke:
         return {"skipped": "--no-smoke"}
     toolkits = toolkit_probe.shared(ctx)["toolkits"]
     nvml = nvml_snapshot(ctx)
     ccs = sorted({g["compute_capability"] for g in nvml.get("gpus", []) if g.get("compute_capability")})
     gpu_present = nvml.get("status") == "ok" and bool(ccs)
+    cache = Cache("smoke-nvcc", enabled=getattr(ctx, "cache", True), env=ctx.env)
 
     def one(tk):
         if not tk.get("release"):
@@ -74,7 +116,7 @@ def probe(ctx) -> dict:
             return {"nvcc": tk["nvcc"], "release": tk["release"], "blocked_by": blocker["path"],
                     "skipped": f"{os.path.basename(blocker['path'])} ({blocker['path']}) could not be asked: {blocker['what']}"}
         arch = f"sm_{ccs[0].replace('.', '')}" if ccs else None
-        build = _build_and_run(tk, arch, gpu_present, ctx.env, max(ctx.timeout, 60.0))
+        build = _build_and_run(tk, arch, gpu_present, ctx.env, max(ctx.timeout, 60.0), cache=cache)
         build.update({"nvcc": tk["nvcc"], "release": tk["release"], "arch": arch or "nvcc default"})
         # When the default host compiler is rejected, prove the fix: retry with a supported g++ if installed.
         max_gcc = (tk.get("host_config") or {}).get("max_gcc")

@@ -59,3 +59,8 @@ def render(report, console: Console, verbose: bool = False) -> None:
         summary = "[green]No issues found[/]"
     console.print(f"\n{summary} · {report.count(Severity.OK)} checks passed · took {report.elapsed_s:.2f} s"
                   + ("" if verbose else " · -v for evidence"))
+    if verbose:  # where the time went: each probe ran concurrently, so the slowest sets the pace
+        timings = sorted(((r.elapsed_s, name, r.status) for name, r in report.probes.items()), reverse=True)
+        console.print("[dim]probe timings: " + ", ".join(
+            f"{name} {t * 1000:.0f} ms" + ("" if status == "ok" else f" ({status})") for t, name, status in timings) + "[/]",
+            highlight=False)

@@ -107,6 +107,11 @@ def nvcc_smoke(facts, ctx):
             continue
         label = f"nvcc {b.get('release')} ({b.get('nvcc')}) → {b.get('arch')}"
         ev = {"command": b.get("command"), "compile_seconds": b.get("compile_seconds")}
+        cached = b.get("cached")
+        built = (f"build cached ({(cached.get('built') or '')[:16].replace('T', ' ')})".replace(" ()", "") if cached
+                 else f"built in {b.get('compile_seconds')} s")
+        if cached:
+            ev["cached_build"] = cached.get("dir")
         if not b.get("compile_ok") and "budget (--timeout) ran out" in (b.get("compile_error") or ""):
             out.append(Finding("smoke.nvcc", Severity.WARN, "smoke", f"{label}: build did not finish: {b['compile_error']}",
                                evidence=dict(ev, nvcc=b.get("nvcc")),
@@ -128,10 +133,10 @@ def nvcc_smoke(facts, ctx):
         run = b.get("run") or {}
         if run.get("skipped"):
             out.append(Finding("smoke.nvcc", Severity.INFO, "smoke",
-                               f"{label}: built in {b.get('compile_seconds')} s; run skipped ({run['skipped']})", evidence=ev))
+                               f"{label}: {built}; run skipped ({run['skipped']})", evidence=ev))
         elif run.get("ok"):
             out.append(Finding("smoke.nvcc", Severity.OK, "smoke",
-                               f"{label}: built in {b.get('compile_seconds')} s, ran and verified in {run.get('seconds')} s",
+                               f"{label}: {built}, ran and verified in {run.get('seconds')} s",
                                evidence=ev))
         else:
             text = run.get("output") or run.get("error") or ""

@@ -1,0 +1,144 @@
+"""The verified on-disk cache, and `check` with it: same findings, no rebuild, never trusting a bad entry.
+
+The smoke-build tests use the real CUDA 13.0 nvcc of this machine (no GPU: the binary is built,
+cached and its run reported as skipped).
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+
+import pytest
+
+from gpudoctor.cache import Cache, cache_root
+from gpudoctor.check import run_check
+from gpudoctor.matrix import load_matrix
+from gpudoctor.probes import frameworks
+
+NVCC = shutil.which("nvcc")
+
+
+def _payload(tmp_path, text=b"binary"):
+    p = tmp_path / "payload"
+    p.write_bytes(text)
+    return str(p)
+
+
+def test_roundtrip_and_keys(tmp_path):
+    c = Cache("t", root=str(tmp_path / "root"))
+    inputs = {"tool": {"path": "/x", "size": 1, "mtime_ns": 2}, "arch": "sm_90"}
+    assert c.get_files(inputs) is None
+    entry = c.put_files(inputs, {"smoke": _payload(tmp_path)})
+    hit = c.get_files(inputs)
+    assert hit and hit["dir"] == entry and open(hit["files"]["smoke"], "rb").read() == b"binary"
+    assert c.get_files(dict(inputs, arch="sm_80")) is None  # another input, another key
+    assert not [n for n in os.listdir(c.dir) if n.endswith(".tmp")]  # nothing half-written left
+
+
+@pytest.mark.parametrize("damage", ["payload", "meta_garbage", "meta_other_key", "meta_missing_files", "payload_gone"])
+def test_a_damaged_or_foreign_entry_is_never_trusted_and_is_removed(tmp_path, damage):
+    c = Cache("t", root=str(tmp_path / "root"))
+    inputs = {"a": 1}
+    entry = c.put_files(inputs, {"smoke": _payload(tmp_path)})
+    meta = os.path.join(entry, "meta.json")
+    if damage == "payload":
+        with open(os.path.join(entry, "smoke"), "ab") as fh:
+            fh.write(b"tampered")
+    elif damage == "meta_garbage":
+        open(meta, "w").write("{not json")
+    elif damage == "meta_other_key":
+        m = json.load(open(meta))
+        m["key"] = "0" * 32
+        json.dump(m, open(meta, "w"))
+    elif damage == "meta_missing_files":
+        m = json.load(open(meta))
+        m["files"] = {}
+        json.dump(m, open(meta, "w"))
+    else:
+        os.unlink(os.path.join(entry, "smoke"))
+    assert c.get_files(inputs) is None
+    assert not os.path.exists(entry)
+
+
+def test_disabled_and_unwritable_caches_cost_only_a_rebuild(tmp_path):
+    off = Cache("t", enabled=False, root=str(tmp_path / "root"))
+    assert off.put_files({"a": 1}, {"smoke": _payload(tmp_path)}) is None and off.get_files({"a": 1}) is None
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    os.chmod(ro, 0o500)
+    try:
+        if os.access(str(ro), os.W_OK):  # root ignores the mode bits
+            pytest.skip("running as root: a read-only directory is writable")
+        assert Cache("t", root=str(ro)).put_files({"a": 1}, {"smoke": _payload(tmp_path)}) is None
+    finally:
+        os.chmod(ro, 0o700)
+
+
+def test_cache_root_honours_xdg_cache_home(tmp_path):
+    assert cache_root({"XDG_CACHE_HOME": str(tmp_path)}) == str(tmp_path / "gpudoctor")
+    assert cache_root({"XDG_CACHE_HOME": "relative/ignored"}).endswith("gpudoctor")
+
+
+def test_fatbin_scan_is_cached_by_file_identity(tmp_path):
+    """A real CUDA library (cudart from the nvidia-cuda-runtime wheel) scanned once, then read back."""
+    import glob
+
+    from gpudoctor.libfind import site_packages_dirs
+
+    libs = [p for d in site_packages_dirs() for p in glob.glob(os.path.join(d, "nvidia", "*", "lib", "libcudart.so.*"))]
+    if not libs:
+        pytest.skip("the nvidia-cuda-runtime wheel is not installed")
+    lib = tmp_path / "libcudart.so"
+    shutil.copy(libs[0], lib)
+    cache = Cache("fatbin-scan", root=str(tmp_path / "c"))
+    first = frameworks.scan_targets(str(lib), cache)
+    second = frameworks.scan_targets(str(lib), cache)
+    assert "cached" not in first and second.pop("cached") is True and second == first
+    os.utime(lib, ns=(1, 1))  # same bytes, other mtime: another identity, scanned again
+    assert "cached" not in frameworks.scan_targets(str(lib), cache)
+
+
+# ----------------------------------------------------------------------------- check with the smoke cache
+
+
+def _check(tmp_path, cache=True, extra_env=None):
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "xdg"), **(extra_env or {}))
+    report = run_check(load_matrix(), env=env, cache=cache, timeout=120)
+    smoke = [f for f in report.findings if f.id == "smoke.nvcc"]
+    return report, smoke
+
+
+def _comparable(report):
+    norm = lambda t: re.sub(r"built in [\d.]+ s|build cached \([^)]*\)", "built", t)  # noqa: E731
+    norm2 = lambda t: re.sub(r"\d+(\.\d+)? ?(ms|s)\b", "T", norm(t))  # noqa: E731
+    return sorted((f.id, f.severity.value, norm2(f.title)) for f in report.findings)
+
+
+@pytest.mark.skipif(NVCC is None, reason="no nvcc on PATH")
+def test_check_builds_once_then_runs_the_cached_build_with_the_same_findings(tmp_path):
+    first, s1 = _check(tmp_path)
+    built = [f for f in s1 if "built in" in f.title]
+    assert built, [f.title for f in s1]
+    second, s2 = _check(tmp_path)
+    assert [f for f in s2 if "build cached" in f.title], [f.title for f in s2]
+    assert _comparable(first) == _comparable(second)
+    forced, s3 = _check(tmp_path, cache=False)  # --no-cache
+    assert not [f for f in s3 if "build cached" in f.title]
+    assert _comparable(forced) == _comparable(first)
+
+
+@pytest.mark.skipif(NVCC is None, reason="no nvcc on PATH")
+def test_a_tampered_cached_binary_is_rebuilt_and_other_flags_are_another_build(tmp_path):
+    _check(tmp_path)
+    root = tmp_path / "xdg" / "gpudoctor" / "smoke-nvcc"
+    entries = [e for e in root.iterdir() if not e.name.startswith(".")]
+    assert entries
+    for e in entries:
+        with open(e / "smoke", "ab") as fh:
+            fh.write(b"\0tampered")
+    _, smoke = _check(tmp_path)
+    assert not [f for f in smoke if "build cached" in f.title] and [f for f in smoke if "built in" in f.title]
+    _, smoke = _check(tmp_path, extra_env={"NVCC_APPEND_FLAGS": "-lineinfo"})  # an input of the build changed
+    assert not [f for f in smoke if "build cached" in f.title]
