@@ -58,27 +58,40 @@ def probe_budget(timeout: float) -> float:
 
 
 def run_check(matrix, smoke: bool = True, timeout: float = 30.0, env: Optional[Mapping[str, str]] = None,
-              probes=None, engines=(), requirements=(), no_gpu: bool = False, target_gpus=(), cache: bool = True) -> Report:
+              probes=None, engines=(), requirements=(), no_gpu: bool = False, target_gpus=(), cache: bool = True,
+              setup=None) -> Report:
     """Run ``probes`` (default: all) concurrently, evaluate every rule against ``matrix``.
 
     ``matrix`` may be a callable returning the matrix: it is then loaded while the probes run
-    (its errors, e.g. :class:`gpudoctor.matrix.MatrixError`, propagate). ``timeout`` is the
+    (its errors, e.g. :class:`gpudoctor.matrix.MatrixError`, propagate). ``setup``, likewise, is
+    a callable run while the probes run that returns ``(requirements, target_gpus)`` (reading
+    the policy); if it or the matrix raises, the probes' commands are killed and the error
+    propagates. ``timeout`` is the
     check's wall-clock budget in seconds: the probes stop (their commands killed, what happened
     recorded) :func:`probe_budget` seconds after the start; no query waits more than
     :data:`QUERY_TIMEOUT`."""
-    from gpudoctor.probes import ALL
-    from gpudoctor.rules import Facts, RuleContext, evaluate
+    from gpudoctor.probes._worker import discard_prestarted, prestart
 
     t0 = time.monotonic()
     ctx = ProbeContext(env=dict(env if env is not None else os.environ), smoke=smoke,
                        timeout=min(timeout / 3, QUERY_TIMEOUT), budget=probe_budget(timeout), engines=tuple(engines),
                        cache=cache)
+    if probes is None:  # the slowest children first, before the probes (and their imports) exist
+        prestart(ctx.python, ctx.env, ("nvrtc-smoke", "cuda") if smoke else ("cuda",))
+    from gpudoctor.probes import ALL
+    from gpudoctor.rules import Facts, RuleContext, evaluate
+
     pending = start_probes(probes or ALL, ctx)
+    ok = False
     try:
+        if callable(setup):
+            requirements, target_gpus = setup()
         if callable(matrix):
             matrix = matrix()
+        ok = True
     finally:
-        results = pending()  # always: it also closes the run's command budget
+        results = pending(abort=not ok)  # always: it also closes the run's command budget
+        discard_prestarted()
     facts = Facts({n: r.facts for n, r in results.items() if r.status == "ok"},
                   {n: {"status": r.status, "error": r.error} for n, r in results.items()},
                   targets=[{"index": "target", "name": name, "compute_capability": cc} for name, cc in target_gpus])

@@ -246,29 +246,42 @@ def main(argv=None) -> int:
         print("gpudoctor: error: --timeout must be between 0 and 600 seconds", file=sys.stderr)
         return EXIT_ERROR
     from gpudoctor.check import run_check
-    from gpudoctor.findings import Severity
-    from gpudoctor.matrix import MatrixError, load_matrix
-    from gpudoctor.policy import PolicyError, load_policy
 
-    try:
-        policy = load_policy(args.require)
-    except PolicyError as exc:
+    class SetupError(Exception):
+        pass
+
+    chosen = {}
+
+    def setup():  # read while the probes already run (policy, target GPUs): its errors stop the check
+        from gpudoctor.matrix import MatrixError
+        from gpudoctor.policy import PolicyError, load_policy
+
+        try:
+            policy = load_policy(args.require)
+            chosen["policy"] = policy
+            return policy.requirements, _target_gpus(list(policy.target_gpus) + list(args.target_gpu), args.matrix)
+        except (PolicyError, ValueError, MatrixError) as exc:
+            raise SetupError(str(exc)) from None
+
+    def matrix():
+        from gpudoctor.matrix import load_matrix
+
+        return load_matrix(args.matrix) if args.matrix else load_matrix()
+
+    from gpudoctor.matrix import MatrixError
+
+    try:  # the probes start first; the policy and the matrix load while they run
+        report = run_check(matrix, smoke=not (args.no_smoke or args.no_gpu), timeout=args.timeout, engines=args.engine,
+                           no_gpu=args.no_gpu, cache=not args.no_cache, setup=setup)
+    except SetupError as exc:
         print(f"gpudoctor: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
-    args.strict = args.strict or policy.strict
-    try:
-        targets = _target_gpus(list(policy.target_gpus) + list(args.target_gpu), args.matrix)
-    except (ValueError, MatrixError) as exc:
-        print(f"gpudoctor: error: {exc}", file=sys.stderr)
-        return EXIT_ERROR
-    try:  # the matrix loads while the probes run
-        report = run_check(lambda: load_matrix(args.matrix) if args.matrix else load_matrix(),
-                           smoke=not (args.no_smoke or args.no_gpu), timeout=args.timeout, engines=args.engine,
-                           requirements=policy.requirements, no_gpu=args.no_gpu, target_gpus=targets,
-                           cache=not args.no_cache)
     except MatrixError as exc:
         print(f"gpudoctor: error: compatibility matrix is invalid: {exc}", file=sys.stderr)
         return EXIT_ERROR
+    from gpudoctor.findings import Severity
+
+    args.strict = args.strict or chosen["policy"].strict
     fmt = args.format or ("json" if args.json else "console")
     bad = report.worst.rank >= (Severity.WARN.rank if args.strict else Severity.FAIL.rank)
     code = EXIT_FINDINGS if bad else EXIT_OK

@@ -79,6 +79,11 @@ def run_probes(probes: Iterable[Probe], ctx: ProbeContext) -> Dict[str, ProbeRes
     return start_probes(probes, ctx)()
 
 
+#: Started first (each probe is a thread; the first ones get the interpreter before the others' imports
+#: and parsing): the slowest chains, as measured on an H100 (benchmarks/bench_check.py, check -v).
+START_FIRST = ("smoke_nvrtc", "smoke_nvcc", "cuda", "cudnn", "driver", "tensorrt", "toolkit")
+
+
 def start_probes(probes: Iterable[Probe], ctx: ProbeContext) -> Callable[[], Dict[str, ProbeResult]]:
     """Start all ``probes``; the returned function waits (each probe up to its own timeout,
     counted from the start, and never past ``ctx.budget``) and returns the results keyed by
@@ -103,13 +108,18 @@ def start_probes(probes: Iterable[Probe], ctx: ProbeContext) -> Callable[[], Dic
             msg = f"{type(exc).__name__}: {exc} (at {os.path.basename(where.filename)}:{where.lineno})"
             results[p.name] = ProbeResult(p.name, "error", None, msg, time.monotonic() - t0)
 
-    for p in probes:
+    rank = {name: i for i, name in enumerate(START_FIRST)}
+    for p in sorted(probes, key=lambda p: rank.get(p.name, len(rank))):
         t = threading.Thread(target=body, args=(p,), name=f"probe-{p.name}", daemon=True)
         t.start()
         threads.append((p, t))
+    threads.sort(key=lambda pt: probes.index(pt[0]))
 
-    def wait() -> Dict[str, ProbeResult]:
+    def wait(abort: bool = False) -> Dict[str, ProbeResult]:
+        """``abort``: the caller gave up (bad input found meanwhile): kill what runs, wait only the grace."""
         try:
+            if abort and budget is not None:
+                budget.expire()
             return _collect(probes, threads, results, start, budget)
         finally:
             if budget is not None:

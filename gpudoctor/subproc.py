@@ -205,6 +205,49 @@ def run(
             b._discard(proc)
 
 
+class Started:
+    """A command started ahead of the probe that will need it (:func:`start`); :meth:`wait` is
+    :func:`run`'s second half, under the budget current at that time."""
+
+    def __init__(self, argv, proc, t0: float, error: Optional[str] = None) -> None:
+        self.argv, self.proc, self.t0, self.error = argv, proc, t0, error
+
+    def wait(self, timeout: float = 10.0) -> CommandResult:
+        if self.proc is None:
+            return CommandResult(self.argv, None, "", "", error=self.error)
+        b = _current
+        if b is not None:
+            left = b.remaining() - GRACE
+            timeout = min(timeout, max(left, 0.0))
+            if not b._add(self.proc):
+                _kill_group(self.proc)
+        try:  # time counts from the start, as if the probe had run it itself
+            return _wait(self.proc, self.argv, max(timeout - (time.monotonic() - self.t0), 0.0), None, b, self.t0)
+        finally:
+            if b is not None:
+                b._discard(self.proc)
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            _kill_group(self.proc)
+            self.proc.wait()
+
+
+def start(argv: Sequence[str], env: Optional[Mapping[str, str]] = None, cwd: Optional[str] = None) -> Started:
+    """Start ``argv`` now (own process group, no stdin, piped output) and return it unwaited: used to
+    launch the slowest children before the rest of the check is even imported."""
+    argv = tuple(str(a) for a in argv)
+    t0 = time.monotonic()
+    try:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                env=dict(env) if env is not None else None, cwd=cwd, start_new_session=True)
+    except FileNotFoundError:
+        return Started(argv, None, t0, f"{argv[0]}: not found")
+    except OSError as exc:
+        return Started(argv, None, t0, f"{argv[0]}: cannot run ({exc.strerror or exc})")
+    return Started(argv, proc, t0)
+
+
 def _wait(proc, argv, timeout, input_text, b, t0) -> CommandResult:
     out, err = _Drain(proc.stdout), _Drain(proc.stderr)
     if input_text is not None:

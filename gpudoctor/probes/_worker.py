@@ -3,19 +3,55 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 
-from gpudoctor import problems
+from gpudoctor import problems, subproc
 from gpudoctor.subproc import run
 
 _PKG_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_prestarted: dict = {}
+_lock = threading.Lock()
+
+
+def _argv_env(python: str, env, task: str, args=()):
+    env = dict(env)
+    env["PYTHONPATH"] = _PKG_PARENT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return [python, "-m", "gpudoctor.worker", task, *args], env
+
+
+def _key(python, env, task, args) -> tuple:
+    return (python, task, tuple(args), tuple(sorted(dict(env).items())))
+
+
+def prestart(python: str, env, tasks) -> None:
+    """Start the workers of ``tasks`` now (``check`` calls this first thing: a CUDA context or cuInit
+    takes a few hundred ms, and the rest of the check can be imported meanwhile). The probe that asks
+    for the same task with the same interpreter and environment adopts the running child."""
+    for task in tasks:
+        argv, wenv = _argv_env(python, env, task)
+        with _lock:
+            _prestarted[_key(python, env, task, ())] = subproc.start(argv, env=wenv)
+
+
+def discard_prestarted() -> None:
+    """Kill prestarted workers no probe adopted (a probe that did not run, an aborted check)."""
+    with _lock:
+        left = list(_prestarted.values())
+        _prestarted.clear()
+    for st in left:
+        st.kill()
 
 
 def run_worker(ctx, task: str, *args: str, timeout: float = None) -> dict:
     """The child's JSON result; ``{"worker_error": "...", "stderr_tail", "problems": [record]}`` when it
     crashed, hung or printed no JSON (the record names the child's command: ``python -m gpudoctor.worker TASK``)."""
-    env = dict(ctx.env)
-    env["PYTHONPATH"] = _PKG_PARENT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    res = run([ctx.python, "-m", "gpudoctor.worker", task, *args], timeout=timeout or ctx.timeout, env=env)
+    with _lock:
+        started = _prestarted.pop(_key(ctx.python, ctx.env, task, args), None)
+    if started is not None:
+        res = started.wait(timeout=timeout or ctx.timeout)
+    else:
+        argv, env = _argv_env(ctx.python, ctx.env, task, args)
+        res = run(argv, timeout=timeout or ctx.timeout, env=env)
     if res.error:
         return {"worker_error": res.error, "stderr_tail": res.stderr[-2000:], "problems": [_problem(ctx, task, args, res)]}
     last = res.stdout.strip().splitlines()[-1] if res.stdout.strip() else ""
