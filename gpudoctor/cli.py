@@ -75,8 +75,10 @@ def build_parser() -> argparse.ArgumentParser:
     cp.add_argument("--limit", type=int, default=25, metavar="N", help="differences to show (default 25)")
 
     fl = sub.add_parser("fleet", help="aggregate reports from many nodes: groups by software, flags outliers")
-    fl.add_argument("paths", nargs="+", metavar="REPORT|DIR")
-    fl.add_argument("--json", action="store_true")
+    fl.add_argument("paths", nargs="+", metavar="REPORT|DIR|GLOB|TAR|-",
+                    help="report files, directories of *.json, globs, .tar[.gz] archives, or - (JSON Lines on stdin)")
+    fl.add_argument("--json", action="store_true", help="the full result as JSON (every node listed)")
+    fl.add_argument("--jobs", type=int, default=None, metavar="N", help="parsing processes (default: CPU count)")
 
     q = sub.add_parser("matrix", help="ask the compatibility matrix: cuda X.Y | driver VERSION | gpu NAME")
     q.add_argument("kind", choices=("cuda", "driver", "gpu"))
@@ -132,13 +134,13 @@ def _fleet(args) -> int:
 
     from gpudoctor import fleet
 
-    reports, errors = fleet.load_reports(args.paths)
-    if not reports:
-        for e in errors:
+    folded = fleet.stream(args.paths, jobs=args.jobs)
+    if not folded.rows:
+        for e in folded.errors[:50]:
             print(f"gpudoctor: error: {e['path']}: {e['error']}", file=sys.stderr)
         print("gpudoctor: error: no usable gpudoctor report", file=sys.stderr)
         return EXIT_ERROR
-    result = fleet.aggregate(reports, errors)
+    result = folded.result()
     sys.stdout.write(json.dumps(result, indent=2, default=str) + "\n" if args.json else fleet.render_text(result))
     return EXIT_FINDINGS if (result["outliers"] or result["errors"]) else EXIT_OK
 

@@ -205,7 +205,8 @@ def test_fleet_render_text(fleet_result):
     text = fleet.render_text(fleet_result)
     assert text.startswith("gpudoctor fleet: 6 reports\n")
     assert "Majority software (5 of 6 nodes" in text
-    assert "  derived-pcie-gen3-x8\n    - [pcie] degraded PCIe link: GPU 0 Gen3 x8 (max Gen5 x16)" in text
+    assert "Outliers (5 nodes in 5 groups):" in text
+    assert "  1 node: derived-pcie-gen3-x8\n    - [pcie] degraded PCIe link: GPU 0 Gen3 x8 (max Gen5 x16)" in text
     assert "Healthy (1): h100-baseline" in text
 
 
@@ -374,3 +375,97 @@ def test_host_is_in_reports_and_redacted():
     assert red["host"] == "<host>"
     if len(socket.gethostname()) >= 3:  # shorter names are only removed from host fields, not from all text
         assert socket.gethostname() not in json.dumps(red)
+
+
+# ------------------------------------------------------------------------------------------ fleet streams
+
+
+def _write_fleet(directory, h100, n, odd_every=50):
+    """n compact copies of the real H100 report, host gpuNNNN; every odd_every-th has another driver."""
+    directory.mkdir(parents=True, exist_ok=True)
+    odd = copy.deepcopy(h100)
+    odd["probes"]["driver"]["facts"]["nvml"]["driver_version"] = "580.95.05"
+    for i in range(n):
+        rep = odd if i % odd_every == 7 else h100
+        (directory / f"gpu{i:04d}.json").write_text(json.dumps(dict(rep, host=f"gpu{i:04d}"), separators=(",", ":")))
+    return directory
+
+
+def _essence(res):
+    return (res["nodes"], res["healthy"], [(o["node"], [r["detail"] for r in o["reasons"]]) for o in res["outliers"]],
+            [(c["id"], c["nodes"], c["severity"]) for c in res["finding_counts"]], res["errors"])
+
+
+def test_fleet_streams_in_parallel_with_the_same_result(tmp_path, h100):
+    d = _write_fleet(tmp_path / "r", h100, 300)  # over the parallel threshold
+    parallel = fleet.stream([d], jobs=2).result()
+    inline = fleet.stream([d], jobs=1).result()
+    reports, errors = fleet.load_reports([d])
+    assert _essence(parallel) == _essence(inline) == _essence(fleet.aggregate(reports, errors))
+    assert parallel["nodes"] == 300 and len(parallel["outliers"]) == 6
+    (g,) = parallel["outlier_groups"]
+    assert g["hostlist"] == "gpu[0007,0057,0107,0157,0207,0257]"
+    assert parallel["healthy_hostlist"].startswith("gpu[0000-0006,0008-0056,")
+
+
+def test_fleet_reads_globs_and_tar_archives(tmp_path, h100):
+    import tarfile
+
+    d = _write_fleet(tmp_path / "r", h100, 12, odd_every=5)
+    for mode, name in (("w", "all.tar"), ("w:gz", "all.tar.gz")):
+        with tarfile.open(tmp_path / name, mode) as tar:
+            for f in sorted(d.iterdir()):
+                tar.add(f, arcname=f"reports/{f.name}")
+    want = _essence(fleet.stream([d]).result())
+    assert _essence(fleet.stream([str(d / "gpu00*.json")]).result())[0] == 12
+    for name in ("all.tar", "all.tar.gz"):
+        res = fleet.stream([tmp_path / name]).result()
+        assert _essence(res)[1:4] == want[1:4]
+    (tmp_path / "bad.tar.gz").write_bytes(b"\x1f\x8b not really")
+    res = fleet.stream([tmp_path / "bad.tar.gz", str(tmp_path / "nomatch-*.json")]).result()
+    assert [e["error"].split(" (")[0] for e in res["errors"]] == ["not a readable tar archive", "no file matches this pattern"]
+
+
+def test_fleet_reads_json_lines_and_concatenated_reports_on_stdin(h100):
+    import io
+
+    a, b = dict(h100, host="gpu-a"), dict(h100, host="gpu-b")
+    jsonl = (json.dumps(a) + "\n" + json.dumps(b) + "\n").encode()
+    pretty = (json.dumps(a, indent=2) + "\n" + json.dumps(b, indent=2) + "\n").encode()
+    for data in (jsonl, pretty):
+        res = fleet.stream(["-"], stdin=io.BytesIO(data)).result()
+        assert res["healthy"] == ["gpu-a", "gpu-b"] and res["errors"] == []
+    broken = jsonl + b"srun: error: node gpu-c: task 2 exited\n" + json.dumps(dict(h100, host="gpu-d")).encode() + b"\n[1]\n"
+    res = fleet.stream(["-"], stdin=io.BytesIO(broken)).result()
+    assert res["healthy"] == ["gpu-a", "gpu-b", "gpu-d"]
+    assert [e["path"] for e in res["errors"]] == ["<stdin> line 3", "<stdin> report 4 (line 5)"]
+    assert "got a JSON list" in res["errors"][1]["error"]
+
+
+def test_fleet_output_is_folded_and_bounded(h100):
+    """300 nodes odd in 30 different ways: the text stays short, --json keeps everything."""
+    reps = {}
+    for i in range(300):
+        r = copy.deepcopy(h100) if i % 10 == 0 else h100
+        if i % 10 == 0:
+            r["probes"]["driver"]["facts"]["nvml"]["driver_version"] = f"580.{i}.01"
+        reps[f"n{i:03d}"] = r
+    res = fleet.aggregate(reps)
+    assert len(res["outlier_groups"]) == 30 and len(res["outliers"]) == 30 and len(res["healthy"]) == 270
+    text = fleet.render_text(res)
+    assert f"and {30 - fleet.MAX_GROUPS} more groups" in text and len(text.splitlines()) < 200
+    assert "Healthy (270): n[001-009,011-019," in text
+
+
+def test_cli_fleet_from_stdin(h100):
+    import subprocess
+    import sys
+
+    data = "\n".join(json.dumps(dict(h100, host=f"gpu{i}")) for i in range(3)) + "\n"
+    p = subprocess.run([sys.executable, "-m", "gpudoctor", "fleet", "-"], input=data, capture_output=True, text=True,
+                       cwd=str(Path(__file__).resolve().parents[1]))
+    assert p.returncode == 0, p.stderr
+    assert "Healthy (3): gpu[0-2]" in p.stdout
+    p = subprocess.run([sys.executable, "-m", "gpudoctor", "fleet", "-"], input="garbage\n", capture_output=True, text=True,
+                       cwd=str(Path(__file__).resolve().parents[1]))
+    assert p.returncode == 2 and "no usable gpudoctor report" in p.stderr
