@@ -69,10 +69,13 @@ class Cache:
         return os.path.join(self.dir, key)
 
     def get_files(self, inputs: Mapping[str, object]) -> Optional[Dict[str, object]]:
-        """The entry for ``inputs``, verified: ``{"dir", "files": {name: path}, "created"}``, or None."""
-        if not self.enabled:
+        """The entry for ``inputs``, verified: ``{"dir", "key", "files": {name: path}, "created"}``, or None."""
+        return self.get_by_key(self.key(inputs))
+
+    def get_by_key(self, key: str) -> Optional[Dict[str, object]]:
+        """Like :meth:`get_files`, for a key remembered from an earlier run (see :meth:`remember`)."""
+        if not self.enabled or not key.isalnum():
             return None
-        key = self.key(inputs)
         entry = self._entry(key)
         meta_path = os.path.join(entry, "meta.json")
         if not os.path.isfile(meta_path):
@@ -88,7 +91,32 @@ class Cache:
         if not ok:  # corrupt, foreign or tampered: never trusted, removed so it is rebuilt
             shutil.rmtree(entry, ignore_errors=True)
             return None
-        return {"dir": entry, "files": {n: os.path.join(entry, n) for n in meta["files"]}, "created": meta.get("created")}
+        return {"dir": entry, "key": key, "files": {n: os.path.join(entry, n) for n in meta["files"]},
+                "created": meta.get("created")}
+
+    def remember(self, hint: Mapping[str, object], key: str) -> None:
+        """Note that ``hint`` (inputs known early, before the full ones) last led to entry ``key``:
+        a later run may start that entry's work early and check the full key when it has it."""
+        if not self.enabled:
+            return
+        try:
+            from gpudoctor.render.atomic import write_atomic
+
+            os.makedirs(os.path.join(self.dir, "hints"), exist_ok=True)
+            write_atomic(os.path.join(self.dir, "hints", self.key(hint) + ".json"), json.dumps({"key": key}))
+        except OSError:
+            pass
+
+    def recall(self, hint: Mapping[str, object]) -> Optional[str]:
+        """The entry key :meth:`remember` noted for ``hint``, or None (never trusted beyond a lookup)."""
+        if not self.enabled:
+            return None
+        try:
+            with open(os.path.join(self.dir, "hints", self.key(hint) + ".json"), encoding="utf-8") as fh:
+                key = json.load(fh).get("key")
+        except (OSError, ValueError, AttributeError):
+            return None
+        return key if isinstance(key, str) and key.isalnum() else None
 
     def put_files(self, inputs: Mapping[str, object], files: Mapping[str, str]) -> Optional[str]:
         """Store copies of ``files`` (name -> source path) under ``inputs``; the entry's dir, or None."""

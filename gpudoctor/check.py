@@ -78,6 +78,11 @@ def run_check(matrix, smoke: bool = True, timeout: float = 30.0, env: Optional[M
                        cache=cache)
     if probes is None:  # the slowest children first, before the probes (and their imports) exist
         prestart(ctx.python, ctx.env, ("nvrtc-smoke", "cuda") if smoke else ("cuda",))
+        if smoke and cache:
+            from gpudoctor.cache import Cache
+            from gpudoctor.probes import smoke_nvcc
+
+            smoke_nvcc.prestart(ctx.env, Cache("smoke-nvcc", env=ctx.env))
     from gpudoctor.probes import ALL
     from gpudoctor.rules import Facts, RuleContext, evaluate
 
@@ -92,6 +97,10 @@ def run_check(matrix, smoke: bool = True, timeout: float = 30.0, env: Optional[M
     finally:
         results = pending(abort=not ok)  # always: it also closes the run's command budget
         discard_prestarted()
+        if smoke and cache and probes is None:
+            from gpudoctor.probes import smoke_nvcc
+
+            smoke_nvcc.discard_prestarted()
     facts = Facts({n: r.facts for n, r in results.items() if r.status == "ok"},
                   {n: {"status": r.status, "error": r.error} for n, r in results.items()},
                   targets=[{"index": "target", "name": name, "compute_capability": cc} for name, cc in target_gpus])
