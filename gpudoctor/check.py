@@ -77,7 +77,7 @@ def run_check(matrix, smoke: bool = True, timeout: float = 30.0, env: Optional[M
                        timeout=min(timeout / 3, QUERY_TIMEOUT), budget=probe_budget(timeout), engines=tuple(engines),
                        cache=cache)
     if probes is None:  # the slowest children first, before the probes (and their imports) exist
-        prestart(ctx.python, ctx.env, ("nvrtc-smoke", "cuda") if smoke else ("cuda",))
+        prestart(ctx.python, ctx.env, ("nvrtc-smoke", "cuda", "nvml") if smoke else ("cuda", "nvml"))
         if smoke and cache:
             from gpudoctor.cache import Cache
             from gpudoctor.probes import smoke_nvcc

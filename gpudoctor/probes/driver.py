@@ -15,11 +15,6 @@ from gpudoctor.problems import read_text
 from gpudoctor.subproc import run
 
 # NVML return codes (nvml.h, NVML API Reference "nvmlReturn_t") mapped to what they mean for a user.
-NVML_REASONS = {
-    1: "uninitialized", 2: "invalid_argument", 3: "not_supported", 4: "no_permission",
-    6: "not_found", 9: "driver_not_loaded", 12: "library_not_found", 13: "function_not_found",
-    15: "gpu_is_lost", 17: "operating_system", 18: "version_mismatch", 999: "unknown",
-}
 
 
 #: Sonames a program asks for (DT_NEEDED / dlopen) whose file must be the driver's, never a toolkit stub.
@@ -88,99 +83,20 @@ def nvidia_smi(ctx) -> dict:
             "problems": [rec] if rec else []}
 
 
-def _q(fn, *args):
-    """Call an NVML query; NotSupported and friends become None (the GPU lacks the feature)."""
-    import pynvml
-
-    try:
-        value = fn(*args)
-    except pynvml.NVMLError:
-        return None
-    return value.decode() if isinstance(value, bytes) else value
-
-
-def _gpu_facts(index: int) -> dict:
-    import pynvml
-
-    h = pynvml.nvmlDeviceGetHandleByIndex(index)
-    cc = _q(pynvml.nvmlDeviceGetCudaComputeCapability, h)
-    mem = _q(pynvml.nvmlDeviceGetMemoryInfo, h)
-    mig = _q(pynvml.nvmlDeviceGetMigMode, h)
-    ecc = _q(pynvml.nvmlDeviceGetEccMode, h)
-    facts = {
-        "index": index,
-        "name": _q(pynvml.nvmlDeviceGetName, h),
-        "uuid": _q(pynvml.nvmlDeviceGetUUID, h),
-        "pci_bus_id": getattr(_q(pynvml.nvmlDeviceGetPciInfo, h), "busId", None),
-        "compute_capability": f"{cc[0]}.{cc[1]}" if cc else None,
-        "memory_total_mib": mem.total // (1024 * 1024) if mem else None,
-        "memory_used_mib": mem.used // (1024 * 1024) if mem else None,
-        "pcie_gen_current": _q(pynvml.nvmlDeviceGetCurrPcieLinkGeneration, h),
-        "pcie_gen_max": _q(pynvml.nvmlDeviceGetMaxPcieLinkGeneration, h),
-        "pcie_width_current": _q(pynvml.nvmlDeviceGetCurrPcieLinkWidth, h),
-        "pcie_width_max": _q(pynvml.nvmlDeviceGetMaxPcieLinkWidth, h),
-        "ecc_mode_current": bool(ecc[0]) if ecc else None,
-        "ecc_mode_pending": bool(ecc[1]) if ecc else None,
-        "mig_mode_current": bool(mig[0]) if mig else None,
-        "mig_mode_pending": bool(mig[1]) if mig else None,
-        "persistence_mode": _q(pynvml.nvmlDeviceGetPersistenceMode, h),
-        "compute_mode": _q(pynvml.nvmlDeviceGetComputeMode, h),
-        "vbios": _q(pynvml.nvmlDeviceGetVbiosVersion, h),
-        "temperature_c": _q(pynvml.nvmlDeviceGetTemperature, h, 0),
-        "retired_pages_pending": None,
-        "remapped_rows": None,
-        "ecc_uncorrected_volatile": None,
-    }
-    pending = _q(pynvml.nvmlDeviceGetRetiredPagesPendingStatus, h)
-    if pending is not None:
-        facts["retired_pages_pending"] = bool(pending)
-    remap = _q(pynvml.nvmlDeviceGetRemappedRows, h)  # (corr, unc, pending, failure); Ampere and newer
-    if remap is not None:
-        facts["remapped_rows"] = {"correctable": remap[0], "uncorrectable": remap[1],
-                                  "pending": bool(remap[2]), "failure": bool(remap[3])}
-    if facts["ecc_mode_current"]:
-        facts["ecc_uncorrected_volatile"] = _q(pynvml.nvmlDeviceGetTotalEccErrors, h, 1, 0)  # UNCORRECTED, VOLATILE
-    return facts
-
-
 def nvml_snapshot(ctx) -> dict:
-    """NVML's view, computed once per run: ``{"status": "ok"|"error"|"unavailable",
-    "error", "error_code", "reason", "driver_version", "cuda_driver_version", "nvml_version", "gpus"}``."""
-    return ctx.memo("nvml", _nvml_snapshot)
+    """NVML's view, computed once per run in a child process (:func:`gpudoctor.worker.task_nvml`:
+    nvidia-ml-py's import and a hung driver call stay out of this process): ``{"status":
+    "ok"|"error"|"unavailable", "error", "error_code", "reason", "driver_version", "cuda_driver_version",
+    "nvml_version", "gpus"}``; a child that crashed or hung is ``status: error, reason: worker_failed``
+    with its problem record."""
+    def ask():
+        res = run_worker(ctx, "nvml")
+        if "worker_error" in res:
+            return {"status": "error", "error": f"NVML query failed: {res['worker_error']}", "reason": "worker_failed",
+                    "gpus": [], "problems": res.get("problems", [])}
+        return res
 
-
-def _nvml_snapshot() -> dict:
-    try:
-        import pynvml
-    except ImportError as exc:
-        return {"status": "unavailable", "error": f"nvidia-ml-py is not installed ({exc})", "reason": "binding_missing", "gpus": []}
-    try:
-        pynvml.nvmlInit()
-    except pynvml.NVMLError as exc:
-        code = getattr(exc, "value", None)
-        return {"status": "error", "error": str(exc), "error_code": code,
-                "reason": NVML_REASONS.get(code, "unknown"), "gpus": []}
-    try:
-        cuda_int = _q(pynvml.nvmlSystemGetCudaDriverVersion)
-        count = pynvml.nvmlDeviceGetCount()
-        gpus = []
-        for i in range(count):
-            try:
-                gpus.append(_gpu_facts(i))
-            except pynvml.NVMLError as exc:  # e.g. GPU is lost: keep the others
-                gpus.append({"index": i, "error": str(exc), "reason": NVML_REASONS.get(getattr(exc, "value", None), "unknown")})
-        return {
-            "status": "ok",
-            "driver_version": _q(pynvml.nvmlSystemGetDriverVersion),
-            "cuda_driver_version": parsers.cuda_version_from_int(cuda_int) if cuda_int else None,
-            "nvml_version": _q(pynvml.nvmlSystemGetNVMLVersion),
-            "gpus": gpus,
-        }
-    finally:
-        try:
-            pynvml.nvmlShutdown()
-        except pynvml.NVMLError:
-            pass
+    return ctx.memo("nvml", ask)
 
 
 def probe(ctx) -> dict:

@@ -11,9 +11,14 @@ import ast
 import importlib.util
 import os
 import re
+from contextvars import ContextVar
 from importlib import metadata
+from pathlib import Path
 
+from gpudoctor.probes import dists
 from gpudoctor.problems import read_text
+
+_CTX: ContextVar = ContextVar("frameworks_ctx", default=None)  # the check's context, for the distribution scan
 
 # NAME = value, or NAME: annotation = value (torch's version.py: cuda: Optional[str] = '13.0')
 _ASSIGN = re.compile(r"^([A-Za-z_]+)\s*(?::[^=\n]*)?=\s*(.+)$", re.MULTILINE)
@@ -47,18 +52,16 @@ def read_assignments(path: str, problems=None) -> dict:
 
 
 def _dist_version(*names):
-    for n in names:
-        try:
-            return n, metadata.version(n)
-        except metadata.PackageNotFoundError:
-            continue
-    return None, None
+    return dists.version(_CTX.get(), *names)
 
 
 def _requires(dist_name: str) -> list:
-    try:
-        return metadata.requires(dist_name) or []
-    except metadata.PackageNotFoundError:
+    where = dists.path(_CTX.get(), dist_name)
+    if not where:
+        return []
+    try:  # that one distribution's METADATA, not a search of every path
+        return metadata.PathDistribution(Path(where)).requires or []
+    except (OSError, ValueError):
         return []
 
 
@@ -161,6 +164,7 @@ def probe(ctx) -> dict:
     its SASS/PTX targets."""
     from gpudoctor.cache import Cache
 
+    _CTX.set(ctx)
     problems: list = []
     cache = Cache("fatbin-scan", enabled=getattr(ctx, "cache", True), env=ctx.env)
     out = {"torch": _torch(include_archs=True, problems=problems, cache=cache), "tensorflow": None, "onnxruntime": None,
@@ -188,10 +192,10 @@ def probe(ctx) -> dict:
                       "cuda_majors": sorted(set(_cuda_major_from(plugins).values())),
                       "archs": next((a for a in (_package_archs(p, cache=cache) for p in plugins if "plugin" in p or "pjrt" in p)
                                      if "error" not in a), None)}
-    cupy_names = [d.metadata["Name"] for d in metadata.distributions()
-                  if (d.metadata["Name"] or "").lower().startswith("cupy")]
+    installed = dists.installed(ctx)
+    cupy_names = [d["name"] for n, d in installed.items() if n.startswith("cupy")]
     if cupy_names:
         majors = _cuda_major_from([n.lower() for n in cupy_names])
-        out["cupy"] = {"distributions": {n: metadata.version(n) for n in cupy_names},
+        out["cupy"] = {"distributions": {n: installed[dists.normalize(n)]["version"] for n in cupy_names},
                        "cuda_majors": sorted(set(majors.values()))}
     return out

@@ -6,7 +6,6 @@ import importlib.util
 import os
 import re
 import shutil
-from importlib import metadata
 
 from gpudoctor.libfind import index_for
 from gpudoctor.subproc import run
@@ -25,13 +24,11 @@ def _static_version(init_path: str):
     return m.group(1) if m else None
 
 
-def _distributions() -> dict:
-    out = {}
-    for dist in metadata.distributions():
-        name = re.sub(r"[-_.]+", "-", (dist.metadata["Name"] or "").lower())  # PEP 503 normalised
-        if name.startswith("tensorrt"):
-            out[name] = dist.version
-    return out
+def _distributions(ctx=None) -> dict:
+    """``{normalized name: version}`` of the installed ``tensorrt*`` distributions."""
+    from gpudoctor.probes import dists
+
+    return {n: d["version"] for n, d in dists.installed(ctx).items() if n.startswith("tensorrt")}
 
 
 def probe(ctx) -> dict:
@@ -61,7 +58,7 @@ def probe(ctx) -> dict:
         "/usr/src/tensorrt/bin/trtexec" if os.path.isfile("/usr/src/tensorrt/bin/trtexec") else None)
     return {
         "modules": modules,
-        "distributions": _distributions(),
+        "distributions": _distributions(ctx),
         "libnvinfer": [c.to_dict() for c in copies],
         "libnvinfer_loaded": {f"libnvinfer.so.{m}": idx.loader_pick(f"libnvinfer.so.{m}") for m in majors if m},
         "trtexec": trtexec,
