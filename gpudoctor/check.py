@@ -57,6 +57,27 @@ def probe_budget(timeout: float) -> float:
     return max(timeout - 1.0, timeout * 0.7)
 
 
+def prestart_children(env: Mapping[str, str], smoke: bool = True, cache: bool = True) -> None:
+    """Start the slowest children of a check now: the CUDA, NVML and NVRTC-smoke workers and the cached
+    smoke binary (each takes a few hundred ms, mostly CUDA initialisation). The probes adopt them
+    when their arguments match; :func:`run_check` kills the ones nobody adopted. ``gpudoctor check``
+    calls this before even parsing its options."""
+    import atexit
+    import sys
+
+    from gpudoctor.probes._worker import discard_prestarted, prestart
+
+    atexit.register(discard_prestarted)  # a check that stops early (bad option) leaves nothing running
+    env = dict(env)
+    prestart(sys.executable, env, ("nvrtc-smoke", "cuda", "nvml") if smoke else ("cuda", "nvml"))
+    if smoke and cache:
+        from gpudoctor.cache import Cache
+        from gpudoctor.probes import smoke_nvcc
+
+        atexit.register(smoke_nvcc.discard_prestarted)
+        smoke_nvcc.prestart(env, Cache("smoke-nvcc", env=env))
+
+
 def run_check(matrix, smoke: bool = True, timeout: float = 30.0, env: Optional[Mapping[str, str]] = None,
               probes=None, engines=(), requirements=(), no_gpu: bool = False, target_gpus=(), cache: bool = True,
               setup=None) -> Report:
@@ -70,19 +91,14 @@ def run_check(matrix, smoke: bool = True, timeout: float = 30.0, env: Optional[M
     check's wall-clock budget in seconds: the probes stop (their commands killed, what happened
     recorded) :func:`probe_budget` seconds after the start; no query waits more than
     :data:`QUERY_TIMEOUT`."""
-    from gpudoctor.probes._worker import discard_prestarted, prestart
+    from gpudoctor.probes._worker import discard_prestarted
 
     t0 = time.monotonic()
     ctx = ProbeContext(env=dict(env if env is not None else os.environ), smoke=smoke,
                        timeout=min(timeout / 3, QUERY_TIMEOUT), budget=probe_budget(timeout), engines=tuple(engines),
                        cache=cache)
     if probes is None:  # the slowest children first, before the probes (and their imports) exist
-        prestart(ctx.python, ctx.env, ("nvrtc-smoke", "cuda", "nvml") if smoke else ("cuda", "nvml"))
-        if smoke and cache:
-            from gpudoctor.cache import Cache
-            from gpudoctor.probes import smoke_nvcc
-
-            smoke_nvcc.prestart(ctx.env, Cache("smoke-nvcc", env=ctx.env))
+        prestart_children(ctx.env, smoke=smoke, cache=cache)
     from gpudoctor.probes import ALL
     from gpudoctor.rules import Facts, RuleContext, evaluate
 

@@ -222,6 +222,12 @@ def main(argv=None) -> int:
         if not rest:
             print("gpudoctor: error: nothing after --: give the command to run", file=sys.stderr)
             return EXIT_ERROR
+    if argv[:1] == ["check"] and not {"-h", "--help", "--no-gpu"} & set(argv):
+        # Before the options are even parsed: the CUDA/NVML workers and the cached smoke binary take
+        # a few hundred ms of CUDA initialisation each; run_check adopts them (or kills them).
+        from gpudoctor.check import prestart_children
+
+        prestart_children(os.environ, smoke="--no-smoke" not in argv, cache="--no-cache" not in argv)
     args = build_parser().parse_args(argv)
     if args.command == "explain":
         from gpudoctor.explain.command import run as explain_run

@@ -1,25 +1,26 @@
 """Probes collect facts and never judge. Each module's ``probe(ctx) -> dict`` returns
-JSON-serialisable facts; :data:`ALL` fixes their names, report areas and time budgets (s)."""
+JSON-serialisable facts; :data:`ALL` fixes their names, report areas and time budgets (s).
+
+``ALL`` is built on first use (PEP 562), so importing one probe module (the smoke-test prestart
+does, first thing in a check) does not import all the others."""
 from __future__ import annotations
 
-from gpudoctor.probes import (
-    compilers, cuda, cudnn, driver, engine, environment, frameworks, platform, smoke_nvcc, smoke_nvrtc, smoke_tensorrt,
-    tensorrt, toolkit,
+_NAMES = (  # (name, report area, time budget in s)
+    ("platform", "platform", 5.0), ("environment", "environment", 5.0), ("driver", "driver", 15.0),
+    ("cuda", "cuda", 20.0), ("toolkit", "toolkit", 30.0), ("compilers", "compilers", 15.0), ("cudnn", "cudnn", 20.0),
+    ("tensorrt", "tensorrt", 20.0), ("frameworks", "frameworks", 20.0), ("smoke_nvrtc", "smoke", 60.0),
+    ("smoke_nvcc", "smoke", 150.0), ("smoke_tensorrt", "smoke", 120.0), ("engine", "tensorrt", 20.0),
 )
-from gpudoctor.runner import Probe
 
-ALL = (
-    Probe("platform", "platform", platform.probe, 5.0),
-    Probe("environment", "environment", environment.probe, 5.0),
-    Probe("driver", "driver", driver.probe, 15.0),
-    Probe("cuda", "cuda", cuda.probe, 20.0),
-    Probe("toolkit", "toolkit", toolkit.probe, 30.0),
-    Probe("compilers", "compilers", compilers.probe, 15.0),
-    Probe("cudnn", "cudnn", cudnn.probe, 20.0),
-    Probe("tensorrt", "tensorrt", tensorrt.probe, 20.0),
-    Probe("frameworks", "frameworks", frameworks.probe, 20.0),
-    Probe("smoke_nvrtc", "smoke", smoke_nvrtc.probe, 60.0),
-    Probe("smoke_nvcc", "smoke", smoke_nvcc.probe, 150.0),
-    Probe("smoke_tensorrt", "smoke", smoke_tensorrt.probe, 120.0),
-    Probe("engine", "tensorrt", engine.probe, 20.0),
-)
+
+def __getattr__(name: str):
+    if name == "ALL":
+        import importlib
+
+        from gpudoctor.runner import Probe
+
+        all_ = tuple(Probe(n, area, importlib.import_module(f"gpudoctor.probes.{n}").probe, budget)
+                     for n, area, budget in _NAMES)
+        globals()["ALL"] = all_
+        return all_
+    raise AttributeError(f"module 'gpudoctor.probes' has no attribute {name!r}")

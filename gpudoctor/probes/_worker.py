@@ -28,9 +28,12 @@ def prestart(python: str, env, tasks) -> None:
     takes a few hundred ms, and the rest of the check can be imported meanwhile). The probe that asks
     for the same task with the same interpreter and environment adopts the running child."""
     for task in tasks:
-        argv, wenv = _argv_env(python, env, task)
+        key = _key(python, env, task, ())
         with _lock:
-            _prestarted[_key(python, env, task, ())] = subproc.start(argv, env=wenv)
+            if key in _prestarted:  # already started (the command line starts them even earlier)
+                continue
+            argv, wenv = _argv_env(python, env, task)
+            _prestarted[key] = subproc.start(argv, env=wenv)
 
 
 def discard_prestarted() -> None:

@@ -78,7 +78,7 @@ def prestart(env, cache: Cache) -> None:
 
     key = cache.recall(early_inputs(env))
     hit = cache.get_by_key(key) if key else None
-    if hit is None:
+    if hit is None or hit["key"] in _early:
         return
     tmp = tempfile.mkdtemp(prefix="gpudoctor-smoke-run-")
     _early[hit["key"]] = (subproc.start([hit["files"]["smoke"]], env=env, cwd=tmp), tmp)
