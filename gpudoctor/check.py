@@ -69,7 +69,8 @@ def prestart_children(env: Mapping[str, str], smoke: bool = True, cache: bool = 
 
     atexit.register(discard_prestarted)  # a check that stops early (bad option) leaves nothing running
     env = dict(env)
-    prestart(sys.executable, env, ("nvrtc-smoke", "cuda", "nvml") if smoke else ("cuda", "nvml"))
+    nvrtc = ("nvrtc-smoke",) if cache else ("nvrtc-smoke", "--no-cache")
+    prestart(sys.executable, env, (nvrtc, "cuda", "nvml") if smoke else ("cuda", "nvml"))
     if smoke and cache:
         from gpudoctor.cache import Cache
         from gpudoctor.probes import smoke_nvcc

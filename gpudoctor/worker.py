@@ -7,6 +7,7 @@ into a fact the report shows. Each task prints one JSON object on stdout.
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import json
 import os
 import struct
@@ -140,6 +141,55 @@ def _nvrtc_compile(nvrtc, source: bytes, arch: str, include_dir):
         nvrtc.nvrtcDestroyProgram(prog)
 
 
+#: Bump when the NVRTC smoke kernels or options change (invalidates cached CUBINs).
+CUBIN_FORMAT = 1
+
+
+def _loaded_library(fragment: str):
+    """The file of a loaded shared library whose name contains ``fragment`` (from /proc/self/maps)."""
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                path = line.split()[-1] if len(line.split()) >= 6 else ""
+                if fragment in os.path.basename(path):
+                    return path
+    except OSError:
+        pass
+    return None
+
+
+def _cached_compile(nvrtc, res: dict, source: bytes, arch: str, include_dir, use_cache: bool):
+    """:func:`_nvrtc_compile`, through the on-disk cache: a CUBIN is a pure function of the NVRTC
+    library (version and file identity), the source, the fp16 header and the arch. A hit returns
+    ``(cubin, "", 0.0, "NVRTC_SUCCESS", True)``; the cached CUBIN is verified (SHA-256) before use."""
+    from gpudoctor.cache import Cache, file_identity
+
+    cache = Cache("nvrtc-cubin", enabled=use_cache)
+    lib = _loaded_library("libnvrtc")
+    try:
+        inputs = {"format": CUBIN_FORMAT, "nvrtc": res.get("nvrtc_version"),
+                  "library": file_identity(lib) if lib else None,
+                  "fp16_header": file_identity(os.path.join(include_dir, "cuda_fp16.h")) if include_dir else None,
+                  "source": hashlib.sha256(source).hexdigest(), "arch": arch}
+    except OSError:
+        inputs = None
+    hit = cache.get_files(inputs) if inputs is not None and lib else None
+    if hit is not None:
+        with open(hit["files"]["kernel.cubin"], "rb") as fh:
+            return fh.read(), "", 0.0, "NVRTC_SUCCESS", True
+    cubin, log, secs, result = _nvrtc_compile(nvrtc, source, arch, include_dir)
+    if cubin is not None and inputs is not None and lib and use_cache:
+        import tempfile
+
+        with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as fh:
+            fh.write(cubin)
+        try:
+            cache.put_files(inputs, {"kernel.cubin": fh.name})
+        finally:
+            os.unlink(fh.name)
+    return cubin, log, secs, result, False
+
+
 def _check(driver, out, what):
     err = _name(out[0])
     if err != "CUDA_SUCCESS":
@@ -231,8 +281,9 @@ def _nvrtc_info(res: dict):
         return None
 
 
-def task_nvrtc_smoke() -> dict:
-    """Compile vadd + hadd2 to a CUBIN per visible device arch with NVRTC; launch and verify on devices."""
+def task_nvrtc_smoke(args=()) -> dict:
+    """Compile vadd + hadd2 to a CUBIN per visible device arch with NVRTC (or take the CUBIN a previous
+    check compiled from the same inputs; ``--no-cache``: always compile); launch and verify on devices."""
     import threading
 
     res = {"bindings_version": _bindings_version()}
@@ -268,10 +319,10 @@ def task_nvrtc_smoke() -> dict:
     for ordinal, arch in targets:
         entry = {"ordinal": ordinal, "arch": arch}
         if arch not in compiled:
-            compiled[arch] = _nvrtc_compile(nvrtc, source, arch, inc)
-        cubin, log, secs, result = compiled[arch]
+            compiled[arch] = _cached_compile(nvrtc, res, source, arch, inc, "--no-cache" not in args)
+        cubin, log, secs, result, cached = compiled[arch]
         entry.update({"compile_result": result, "compile_seconds": round(secs, 4), "log": log[-2000:] if log else "",
-                      "cubin_bytes": len(cubin) if cubin else 0})
+                      "cubin_bytes": len(cubin) if cubin else 0, "compile_cached": cached})
         if cubin is None:
             entry["launch"] = {"skipped": "compile failed"}
         elif ordinal is None:
@@ -458,7 +509,7 @@ def main(argv) -> int:
         elif task == "nvml":
             result = task_nvml()
         elif task == "nvrtc-smoke":
-            result = task_nvrtc_smoke()
+            result = task_nvrtc_smoke(argv[1:])
         elif task == "libversions":
             result = task_libversions(argv[1:])
         elif task == "stubcheck":

@@ -111,7 +111,7 @@ def _check(tmp_path, cache=True, extra_env=None):
 
 
 def _comparable(report):
-    norm = lambda t: re.sub(r"built in [\d.]+ s|build cached \([^)]*\)", "built", t)  # noqa: E731
+    norm = lambda t: re.sub(r"built in [\d.]+ s|build cached \([^)]*\)|compiled in \d+ ms|CUBIN cached", "built", t)  # noqa: E731
     norm2 = lambda t: re.sub(r"\d+(\.\d+)? ?(ms|s)\b", "T", norm(t))  # noqa: E731
     return sorted((f.id, f.severity.value, norm2(f.title)) for f in report.findings)
 
@@ -121,11 +121,14 @@ def test_check_builds_once_then_runs_the_cached_build_with_the_same_findings(tmp
     first, s1 = _check(tmp_path)
     built = [f for f in s1 if "built in" in f.title]
     assert built, [f.title for f in s1]
+    nvrtc = lambda r: [f.title for f in r.findings if f.id == "smoke.nvrtc"]  # noqa: E731
+    assert any("compiled in" in t for t in nvrtc(first)), nvrtc(first)
     second, s2 = _check(tmp_path)
     assert [f for f in s2 if "build cached" in f.title], [f.title for f in s2]
+    assert any("CUBIN cached" in t for t in nvrtc(second)), nvrtc(second)  # NVRTC's CUBIN too
     assert _comparable(first) == _comparable(second)
     forced, s3 = _check(tmp_path, cache=False)  # --no-cache
-    assert not [f for f in s3 if "build cached" in f.title]
+    assert not [f for f in s3 if "build cached" in f.title] and not any("CUBIN cached" in t for t in nvrtc(forced))
     assert _comparable(forced) == _comparable(first)
 
 

@@ -28,11 +28,12 @@ def prestart(python: str, env, tasks) -> None:
     takes a few hundred ms, and the rest of the check can be imported meanwhile). The probe that asks
     for the same task with the same interpreter and environment adopts the running child."""
     for task in tasks:
-        key = _key(python, env, task, ())
+        task, args = (task[0], tuple(task[1:])) if isinstance(task, tuple) else (task, ())
+        key = _key(python, env, task, args)
         with _lock:
             if key in _prestarted:  # already started (the command line starts them even earlier)
                 continue
-            argv, wenv = _argv_env(python, env, task)
+            argv, wenv = _argv_env(python, env, task, args)
             _prestarted[key] = subproc.start(argv, env=wenv)
 
 

@@ -9,4 +9,5 @@ def probe(ctx) -> dict:
     """The worker's result (see :func:`gpudoctor.worker.task_nvrtc_smoke`), or ``{"skipped": reason}``."""
     if not ctx.smoke:
         return {"skipped": "--no-smoke"}
-    return run_worker(ctx, "nvrtc-smoke", timeout=max(ctx.timeout, 30.0))
+    return run_worker(ctx, "nvrtc-smoke", *(() if getattr(ctx, "cache", True) else ("--no-cache",)),
+                      timeout=max(ctx.timeout, 30.0))

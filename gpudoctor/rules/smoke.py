@@ -58,10 +58,11 @@ def nvrtc_smoke(facts, ctx):
                                detail=f"{meaning}: see {fid}." if fid else None))
             continue
         launch = r.get("launch") or {}
+        compiled = ("CUBIN cached" if r.get("compile_cached")
+                    else f"compiled in {r.get('compile_seconds') * 1000:.0f} ms")
         if launch.get("skipped"):
             out.append(Finding("smoke.nvrtc", Severity.INFO, "smoke",
-                               f"{label}: compiled in {r.get('compile_seconds') * 1000:.0f} ms; launch skipped ({launch['skipped']})",
-                               evidence=ev))
+                               f"{label}: {compiled}; launch skipped ({launch['skipped']})", evidence=ev))
         elif launch.get("error"):
             meaning, fid = explain(launch["error"])
             out.append(Finding("smoke.nvrtc", Severity.FAIL, "smoke", f"{label}: launch failed: {launch['error']}",
@@ -77,7 +78,7 @@ def nvrtc_smoke(facts, ctx):
                 n = (launch.get("vadd") or {}).get("elements", 0) + (launch.get("hadd2") or {}).get("elements", 0)
                 out.append(Finding("smoke.nvrtc", Severity.OK, "smoke",
                                    f"{label}: vector add + __hadd2 correct on {n} elements "
-                                   f"(compile {r.get('compile_seconds') * 1000:.0f} ms, run {launch.get('run_seconds', 0) * 1000:.0f} ms)",
+                                   f"({compiled}, run {launch.get('run_seconds', 0) * 1000:.0f} ms)",
                                    evidence=ev))
     return out
 
