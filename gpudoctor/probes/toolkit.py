@@ -128,7 +128,16 @@ def describe_nvcc(path: str, via: str, env, timeout: float) -> dict:
     ``facts["problems"]`` (see :mod:`gpudoctor.problems`); ``errors`` keeps the one-line summaries."""
     problems: list = []
     facts = {"nvcc": path, "nvcc_realpath": os.path.realpath(path), "found_via": via, "errors": [], "problems": problems}
-    ver = run([path, "--version"], timeout=timeout, env=env)
+    # nvcc's three questions (version, dry run, GPU code list) are independent: asked at once.
+    with tempfile.TemporaryDirectory(prefix="gpudoctor-") as tmp, ThreadPoolExecutor(max_workers=2) as pool:
+        src = os.path.join(tmp, "probe.cu")
+        with open(src, "w") as fh:
+            fh.write("__global__ void k() {}\n")
+        dry_f = pool.submit(run, [path, "--dryrun", "-c", src, "-o", os.path.join(tmp, "probe.o")],
+                            timeout=timeout, env=env, cwd=tmp)
+        codes_f = pool.submit(run, [path, "--list-gpu-code"], timeout=timeout, env=env)
+        ver = run([path, "--version"], timeout=timeout, env=env)
+        dry, codes = dry_f.result(), codes_f.result()
     parsed_version = parsers.parse_nvcc_version(ver.stdout) if ver.ok else None
     if not parsed_version or not parsed_version.get("release"):
         rec = ver.problem(unparsable='CUDA release ("Cuda compilation tools, release X.Y")')
@@ -136,11 +145,6 @@ def describe_nvcc(path: str, via: str, env, timeout: float) -> dict:
         facts["errors"].append(rec["what"] if rec else "nvcc --version printed no release")
         return facts
     facts.update(parsed_version)
-    with tempfile.TemporaryDirectory(prefix="gpudoctor-") as tmp:
-        src = os.path.join(tmp, "probe.cu")
-        with open(src, "w") as fh:
-            fh.write("__global__ void k() {}\n")
-        dry = run([path, "--dryrun", "-c", src, "-o", os.path.join(tmp, "probe.o")], timeout=timeout, env=env, cwd=tmp)
     parsed = parse_dryrun(dry.output)
     variables = parsed["vars"]
     here = variables.get("_HERE_")
@@ -186,7 +190,6 @@ def describe_nvcc(path: str, via: str, env, timeout: float) -> dict:
     if inc:
         hc = os.path.join(inc, "crt", "host_config.h")
         facts["host_config"] = dict(parsers.parse_host_config(read_text(hc, problems) or ""), path=hc)
-    codes = run([path, "--list-gpu-code"], timeout=timeout, env=env)
     facts["gpu_codes"] = parsers.parse_gpu_code_list(codes.stdout) if codes.ok else None
     if codes.timed_out or codes.signal_name:  # an nvcc too old for --list-gpu-code just exits 1: not a fault
         _note(problems, codes.problem())
