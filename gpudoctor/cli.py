@@ -34,6 +34,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("-v", "--verbose", action="store_true", help="show the evidence behind every finding")
     c.add_argument("--strict", action="store_true", help="exit 1 on warnings too")
     c.add_argument("--no-smoke", action="store_true", help="skip the compile-and-run smoke tests")
+    c.add_argument("--color", choices=("auto", "always", "never"), default="auto",
+                   help="colours: auto (a terminal without NO_COLOR), always or never; pipes are never wrapped")
     c.add_argument("--no-cache", action="store_true",
                    help="build the smoke test and rescan binaries even when a verified cached result exists")
     c.add_argument("--timeout", type=float, default=30.0, metavar="S",
@@ -305,9 +307,8 @@ def main(argv=None) -> int:
     elif fmt != "console":
         sys.stdout.write(_report_text(report, fmt, redact, args.strict, args.verbose))
     else:
-        from rich.console import Console
-
         from gpudoctor.render import console
+        from gpudoctor.render.terminal import make_console
 
-        console.render(report, Console(), verbose=args.verbose)
+        console.render(report, make_console(args.color), verbose=args.verbose)
     return _exit_now_if_stuck(code)

@@ -516,11 +516,11 @@ class Fleet:
     def add(self, row: dict, node: Optional[str], path: Optional[str]) -> None:
         node = node or row.get("host") or f"node-{len(self.rows) + 1}"
         self._names[node] += 1
-        if self._names[node] > 1:  # two reports of one host stay two rows
-            node = f"{node} ({self._names[node]})"
         self.facts.setdefault(row["fid"], row["fp"])
+        index = len(self.rows)  # the display name is decided at the end, when collisions are known
         self.rows.append((node, path, row["fid"], row["gpus"], row["pcie"] or None, row["ecc"] or None,
-                          tuple(row["fails"]) or None))
+                          tuple(row["fails"]) or None, self._names[node]))
+        node = index
         for fid, sev in row["worst"].items():
             c = self._per_id.get(fid)
             if c is None:
@@ -532,32 +532,52 @@ class Fleet:
             if _SEV_RANK[sev] > _SEV_RANK[c["worst"]]:
                 c["worst"] = sev
 
+    def _display_names(self) -> List[str]:
+        """Host names; where several reports share one (containers, copied images), each also names its
+        report file ("vm (nodeA.json)"), or its rank ("vm (2)") when it came without a file."""
+        out = []
+        for node, path, *_, nth in self.rows:
+            if self._names[node] == 1:
+                out.append(node)
+            elif path:
+                out.append(f"{node} ({os.path.basename(str(path).rsplit(':', 1)[-1])})")
+            else:
+                out.append(node if nth == 1 else f"{node} ({nth})")
+        return out
+
     def result(self) -> dict:
-        sizes = Counter(r[2] for r in self.rows)
+        names = self._display_names()
+        rows = [(names[i],) + r[1:7] for i, r in enumerate(self.rows)]
+        return self._result(rows, names)
+
+    def _result(self, rows, names) -> dict:
+        for c in self._per_id.values():
+            c["node_names"] = [names[i] if isinstance(i, int) else i for i in c["node_names"]]
+        sizes = Counter(r[2] for r in rows)
         first = {}
-        for r in self.rows:
+        for r in rows:
             first.setdefault(r[2], r[0])
         ordered = sorted(sizes, key=lambda f: (-sizes[f], first[f]))
         clear = len(ordered) <= 1 or sizes[ordered[0]] > sizes[ordered[1]]
         major = ordered[0] if ordered else None
-        counts = Counter(r[3] for r in self.rows if r[3] is not None)
+        counts = Counter(r[3] for r in rows if r[3] is not None)
         gpu_major = max(counts.items(), key=lambda kv: (kv[1], kv[0]))[0] if counts else None
         outliers, healthy = [], []
-        for node, path, fid, n, pcie, ecc, fails in self.rows:
+        for node, path, fid, n, pcie, ecc, fails in rows:
             reasons = _reasons(self.facts, major, fid, n, gpu_major, pcie or [], ecc or [], fails or ())
             if reasons:
                 outliers.append({"node": node, "path": path, "fingerprint": fid, "gpus": n, "reasons": reasons})
             else:
                 healthy.append(node)
         groups_nodes: Dict[str, List[str]] = {f: [] for f in ordered}
-        for r in self.rows:
+        for r in rows:
             groups_nodes[r[2]].append(r[0])
         return {
-            "nodes": len(self.rows),
+            "nodes": len(rows),
             "errors": self.errors,
             "majority": None if major is None else {
                 "fingerprint": major, "facts": self.facts[major], "nodes": sizes[major],
-                "of": len(self.rows), "clear": clear, "gpu_count": gpu_major},
+                "of": len(rows), "clear": clear, "gpu_count": gpu_major},
             "groups": [{"fingerprint": f, "facts": self.facts[f], "nodes": groups_nodes[f], "majority": f == major}
                        for f in ordered],
             "outliers": outliers,

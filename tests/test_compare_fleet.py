@@ -469,3 +469,11 @@ def test_cli_fleet_from_stdin(h100):
     p = subprocess.run([sys.executable, "-m", "gpudoctor", "fleet", "-"], input="garbage\n", capture_output=True, text=True,
                        cwd=str(Path(__file__).resolve().parents[1]))
     assert p.returncode == 2 and "no usable gpudoctor report" in p.stderr
+
+
+def test_fleet_names_the_report_file_when_hostnames_collide(tmp_path, h100):
+    for name in ("a.json", "b.json"):
+        (tmp_path / name).write_text(json.dumps(dict(h100, host="vm")))
+    (tmp_path / "c.json").write_text(json.dumps(dict(h100, host="other")))
+    res = fleet.stream([tmp_path]).result()
+    assert res["healthy"] == ["vm (a.json)", "vm (b.json)", "other"]

@@ -51,7 +51,7 @@ def render(report, console: Console, verbose: bool = False) -> None:
                         prompt = "PS>" if fix.shell == "powershell" else "$"
                         console.print(f"            [bold]{prompt} {escape(cmd)}[/]", soft_wrap=True, highlight=False)
                 if f.doc:
-                    console.print(f"        [dim]docs: {escape(f.doc)}[/]")
+                    console.print(f"        [dim]docs: {escape(f.doc)}[/]", soft_wrap=True)
     fails, warns = report.count(Severity.FAIL), report.count(Severity.WARN)
     if fails or warns:
         summary = f"[red]{fails} failure{'s' if fails != 1 else ''}[/], [yellow]{warns} warning{'s' if warns != 1 else ''}[/]"
