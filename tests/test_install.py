@@ -198,7 +198,10 @@ def test_unknown_pins_are_refused():
 
 def test_driver_install_picks_a_branch_that_runs_the_toolkit():
     plan = solve(M, Target(_os("ubuntu-24.04"), GpuTarget("NVIDIA L4", "8.9"), None, "install"))
-    assert int(plan.driver_branch) >= int(plan.cuda.min_driver_linux.split(".")[0])
+    # the release's own floor when a source confirms it, else the major's confirmed (minor-version) floor
+    need = (plan.cuda.min_driver_linux if "min_driver_linux" not in plan.cuda.unconfirmed
+            else M.minor_version_compat(plan.cuda.major).min_driver_linux)
+    assert int(plan.driver_branch) >= int(need.split(".")[0])
     script = render(plan, "sh")
     assert f"apt-get install -y nvidia-driver-{plan.driver_branch}-open" in script
     assert "mokutil --sb-state" in script
@@ -387,3 +390,46 @@ def test_windows_plan_places_cudnn_and_tensorrt_zips_on_path():
     assert f"cudnn-windows-x86_64-{build}_cuda12-archive.zip" in ps1
     assert f"TensorRT-{plan.tensorrt.latest}" in ps1 and "$new += $trtLib" in ps1 and "$new += $cudnnBin" in ps1
     assert f"py -m pip install 'tensorrt-cu12=={plan.tensorrt.tensorrt}.*'" in ps1
+
+
+# ----------------------------------------------------------------------------- "latest" and unconfirmed values
+
+
+def _newest(field):
+    rows = getattr(M, {"tensorrt": "tensorrt_releases", "torch": "torch_releases"}[field])()
+    return [getattr(r, field) for r in rows]
+
+
+def test_latest_tensorrt_is_the_newest_release_that_fits():
+    """RTX 4090 on Ubuntu 22.04: TensorRT 11.x rows fit, so 'latest' must not stop at 10.x."""
+    target = Target(M.os_info("ubuntu-22.04"), GpuTarget("RTX 4090", "8.9"), None, "install")
+    plan = solve(M, target, Pins(tensorrt="latest"))
+    fitting = []
+    for version in _newest("tensorrt"):
+        try:
+            solve(M, target, Pins(tensorrt=version))
+            fitting.append(version)
+        except PlanError:
+            pass
+    assert plan.tensorrt.tensorrt == max(fitting, key=Version)
+    assert plan.tensorrt.tensorrt == solve(M, target, Pins(tensorrt="11")).tensorrt.tensorrt
+
+
+def test_latest_says_why_a_newer_release_was_passed_over():
+    """With CUDA pinned to 12.2 (kept driver 535), the newest TensorRT lines do not fit: the plan says so."""
+    target = Target(M.os_info("ubuntu-22.04"), GpuTarget("RTX 4090", "8.9"), "535.104.05", "keep")
+    plan = solve(M, target, Pins(tensorrt="latest"))
+    newest = max(_newest("tensorrt"), key=Version)
+    if plan.tensorrt.tensorrt != newest:
+        assert any(f"TensorRT {newest} (newer) does not fit" in n for n in plan.notes), plan.notes
+
+
+def test_an_unconfirmed_driver_floor_is_not_presented_as_a_requirement():
+    rel = next(r for r in reversed(M.cuda_releases()) if "min_driver_linux" in r.unconfirmed)
+    target = Target(M.os_info("ubuntu-24.04"), None, None, "install")
+    plan = solve(M, target, Pins(cuda=rel.cuda))
+    floor = M.minor_version_compat(rel.major).min_driver_linux
+    assert plan.driver_min == floor and plan.driver_min != rel.min_driver_linux
+    assert any("not confirmed by a source yet" in n and floor in n for n in plan.notes)
+    script = "\n".join(s for step in linux_steps(plan) for s in (step.notes or []))
+    assert rel.min_driver_linux not in script

@@ -260,10 +260,26 @@ def torch_build_fits(m: Matrix, target: Target, tr: TorchRelease, b: TorchBuild,
 
 
 def _ga_driver(m: Matrix, rel: CudaRelease, drv_os: str) -> Optional[str]:
-    """Table 3's driver for the release; where it lists none (Windows, CUDA >= 13.1), the major's Table 2 floor."""
-    ga = rel.min_driver_linux if drv_os == "linux" else rel.min_driver_windows
+    """Table 3's driver for the release; where it lists none (Windows, CUDA >= 13.1), or the value is not
+    confirmed by a source yet, the major's Table 2 floor (minor-version compatibility), which is."""
+    field = "min_driver_linux" if drv_os == "linux" else "min_driver_windows"
+    ga = getattr(rel, field)
+    if ga and field in rel.unconfirmed:
+        ga = None
     mvc = m.minor_version_compat(rel.major)
-    return ga or (mvc.min_driver_windows if mvc is not None and drv_os == "windows" else None)
+    return ga or (getattr(mvc, field) if mvc is not None else None)
+
+
+def unconfirmed_driver_note(m: Matrix, rel: CudaRelease, drv_os: str) -> Optional[str]:
+    """Said in the plan when the release's own driver minimum is not confirmed and the floor is used."""
+    field = "min_driver_linux" if drv_os == "linux" else "min_driver_windows"
+    if getattr(rel, field) and field in rel.unconfirmed:
+        mvc = m.minor_version_compat(rel.major)
+        floor = getattr(mvc, field) if mvc is not None else None
+        return (f"CUDA {rel.cuda}'s own minimum driver ({getattr(rel, field)} in the matrix) is not confirmed by a "
+                f"source yet; the plan uses the confirmed floor for CUDA {rel.major}.x, {floor} (minor-version "
+                "compatibility: PTX newer than the driver is not JIT-compiled)")
+    return None
 
 
 def _driver_need(versions: Iterable[Optional[str]]) -> str:
@@ -368,13 +384,21 @@ def _plan(m: Matrix, target: Target, cuda: CudaRelease, cudnn: Optional[CudnnRel
                          f"PTX newer than the driver cannot be JIT-compiled; driver {driver_min} or newer runs it natively")
     branch = None
     if target.driver_action == "install" and target.os.os not in ("wsl-ubuntu",) and not target.container:
-        base = cuda.runfile_driver_linux or cuda.min_driver_linux
-        branch = base.split(".")[0] if driver_min == "unknown" else max(base, driver_min, key=Version).split(".")[0]
+        base = next((getattr(cuda, f) for f in ("runfile_driver_linux", "min_driver_linux")
+                     if getattr(cuda, f) and f not in cuda.unconfirmed), None) or driver_min  # only confirmed values
+        if base == "unknown":
+            branch = None
+        else:
+            branch = base.split(".")[0] if driver_min == "unknown" else max(base, driver_min, key=Version).split(".")[0]
     if target.gpu is None:
         notes.append("no GPU given or detected: the plan is not checked against a GPU's compute capability")
     if b is not None and target.gpu is not None and _torch_coverage(b, target.gpu).verdict == "ptx_jit":
         notes.append(f"torch {tr.torch}+cu{b.cuda.replace('.', '')} has no SASS for {target.gpu.sm}: "
                      f"kernels are JIT-compiled from PTX ({', '.join(b.ptx)}) on first use")
+    for rel in [cuda] + ([m.cuda_release(b.cuda)] if b is not None and m.cuda_release(b.cuda) else []):
+        note = unconfirmed_driver_note(m, rel, drv_os)
+        if note and note not in notes:
+            notes.append(note)
     for name, rec, key in (("CUDA", cuda, "cuda"), ("cuDNN", cudnn, "cudnn"), ("TensorRT", trt, "tensorrt"),
                            ("torch", tr, "torch")):
         if rec is not None and rec.unconfirmed:
@@ -384,8 +408,45 @@ def _plan(m: Matrix, target: Target, cuda: CudaRelease, cudnn: Optional[CudnnRel
                 m.pip_suffix(cuda.cuda) if pip_only else None)
 
 
+_LATEST = (("tensorrt", "TensorRT", "tensorrt_releases", "tensorrt"), ("torch", "torch", "torch_releases", "torch"),
+           ("cudnn", "cuDNN", "cudnn_releases", "cudnn"))
+
+
 def solve(m: Matrix, target: Target, pins: Pins = Pins()) -> Plan:
-    """The newest consistent stack for ``target`` under ``pins``.
+    """The newest consistent stack for ``target`` under ``pins``; ``latest`` for TensorRT, torch or cuDNN
+    means the newest release of that component that fits (a newer CUDA is given up for it), and the
+    plan says which newer releases were passed over and why."""
+    import dataclasses
+
+    for field, label, rows_of, key in _LATEST:
+        if getattr(pins, field) != "latest":
+            continue
+        passed_over: List[str] = []
+        for rec in reversed(getattr(m, rows_of)()):
+            version = getattr(rec, key)
+            try:  # the pin stands for "latest": minor-version compatibility stays as unpinned
+                plan = _solve_latest(m, target, dataclasses.replace(pins, **{field: version}), pins)
+            except PlanError as exc:
+                passed_over.append(f"{label} {version} (newer) does not fit: "
+                                   f"{exc.reasons[0] if exc.reasons else exc.summary}")
+                continue
+            notes = tuple(passed_over[:3]) + ((f"and {len(passed_over) - 3} more newer {label} releases",)
+                                               if len(passed_over) > 3 else ())
+            return dataclasses.replace(plan, notes=plan.notes + notes)
+        raise PlanError(f"no {label} release in the matrix fits", passed_over[:8])
+    return _solve(m, target, pins)
+
+
+def _solve_latest(m: Matrix, target: Target, pins: Pins, asked: Pins) -> Plan:
+    """``solve`` with one "latest" resolved to a version; the other "latest" pins still resolve."""
+    for field, *_ in _LATEST:
+        if getattr(pins, field) == "latest":
+            return solve(m, target, pins)  # resolves the next one; asked-ness of the first is kept below
+    return _solve(m, target, pins, asked=asked)
+
+
+def _solve(m: Matrix, target: Target, pins: Pins = Pins(), asked: Optional[Pins] = None) -> Plan:
+    """The newest consistent stack for ``target`` under ``pins`` (no ``latest`` pins left).
 
     Raises :class:`PlanError` naming the conflicts when nothing fits: an unknown
     pinned version, a pin outside the OS's CUDA range, cuDNN 9 for CUDA 10.2, a
@@ -405,7 +466,8 @@ def solve(m: Matrix, target: Target, pins: Pins = Pins()) -> Plan:
     why_cuda: List[str] = []
     why: List[str] = []
     # Natively supported stacks first; minor-version compatibility only when the user pinned CUDA or torch.
-    passes = (False, True) if (pins.cuda or pins.torch not in (None, "none", "latest")) else (False,)
+    asked = asked or pins
+    passes = (False, True) if (asked.cuda or asked.torch not in (None, "none", "latest")) else (False,)
     for allow_mvc in passes:
         for cuda in candidates:
             plan = _try_cuda(m, target, pins, cuda, allow_mvc, why_cuda, why)
