@@ -24,6 +24,8 @@ class Report:
     matrix_version: Optional[str]
     os: OsFlavor
     options: dict = field(default_factory=dict)
+    #: Where the matrix came from: bundled, downloaded by `matrix update` (URL, date), or --matrix DIR.
+    matrix_origin: Optional[str] = None
 
     @property
     def worst(self) -> Severity:
@@ -37,6 +39,7 @@ class Report:
             "schema_version": REPORT_SCHEMA_VERSION,
             "gpudoctor_version": __version__,
             "matrix_data_version": self.matrix_version,
+            "matrix_origin": self.matrix_origin,
             "generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "host": socket.gethostname(),  # names the node in `gpudoctor fleet`; removed by --redact
             "elapsed_s": round(self.elapsed_s, 3),
@@ -127,6 +130,7 @@ def run_check(matrix, smoke: bool = True, timeout: float = 30.0, env: Optional[M
         findings = [_not_judged(f) for f in findings]
     findings.sort(key=lambda f: -f.severity.rank)
     return Report(results, findings, time.monotonic() - t0, getattr(matrix, "data_version", None), osf,
+                  matrix_origin=getattr(matrix, "origin", None), options=
                   {"smoke": smoke, "cache": cache, "timeout_s": timeout, "engines": list(engines), "no_gpu": no_gpu,
                    "target_gpus": [f"{n} ({cc})" for n, cc in target_gpus],
                    "requirements": [r.text for r in requirements]})

@@ -82,13 +82,38 @@ def build_parser() -> argparse.ArgumentParser:
     fl.add_argument("--json", action="store_true", help="the full result as JSON (every node listed)")
     fl.add_argument("--jobs", type=int, default=None, metavar="N", help="parsing processes (default: CPU count)")
 
-    q = sub.add_parser("matrix", help="ask the compatibility matrix: cuda X.Y | driver VERSION | gpu NAME")
-    q.add_argument("kind", choices=("cuda", "driver", "gpu"))
-    q.add_argument("value", metavar="VALUE")
+    q = sub.add_parser("matrix", help="ask the compatibility matrix: cuda X.Y | driver VERSION | gpu NAME; "
+                                      "update [--from URL]; --version")
+    q.add_argument("kind", nargs="?", choices=("cuda", "driver", "gpu", "update"))
+    q.add_argument("value", nargs="?", metavar="VALUE")
+    q.add_argument("--from", dest="url", metavar="URL",
+                   help="matrix bundle to update from (a directory URL with manifest.json; default $GPUDOCTOR_MATRIX_URL "
+                        "or the release location)")
+    q.add_argument("--version", action="store_true", help="which matrix is in use and where it came from")
     q.add_argument("--os", choices=("linux", "windows"), default="linux", help="driver tables to use (default linux)")
     q.add_argument("--json", action="store_true", help="print JSON")
     q.add_argument("--matrix", metavar="DIR", help="use the compatibility matrix in DIR")
     return p
+
+
+def _matrix_update(args) -> int:
+    """Exit 0: a newer matrix was installed; 2: nothing installed (unreachable, invalid, not newer)."""
+    from gpudoctor.matrix import MatrixError, load_matrix
+    from gpudoctor.matrix.bundle import DEFAULT_URL, BundleError, update
+
+    url = args.url or os.environ.get("GPUDOCTOR_MATRIX_URL") or DEFAULT_URL
+    try:
+        current = load_matrix()
+        info = update(url, current.data_version)
+    except (BundleError, MatrixError) as exc:
+        print(f"gpudoctor: error: matrix update from {url} refused, the matrix in use is unchanged: {exc}",
+              file=sys.stderr)
+        return EXIT_ERROR
+    except OSError as exc:
+        print(f"gpudoctor: error: cannot install the matrix: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    print(f"matrix {info['data_version']} installed in {info['dir']} (was {current.data_version}); from {url}")
+    return EXIT_OK
 
 
 def _matrix_query(args) -> int:
@@ -97,6 +122,22 @@ def _matrix_query(args) -> int:
     from gpudoctor import lookup
     from gpudoctor.matrix import MatrixError, load_matrix
 
+    if args.kind == "update":
+        return _matrix_update(args)
+    if args.version or not args.kind:
+        try:
+            m = load_matrix(args.matrix) if args.matrix else load_matrix()
+        except MatrixError as exc:
+            print(f"gpudoctor: error: {exc}", file=sys.stderr)
+            return EXIT_ERROR
+        if args.json:
+            sys.stdout.write(json.dumps({"data_version": m.data_version, "origin": m.origin}) + "\n")
+        else:
+            print(f"matrix {m.data_version} ({m.origin})")
+        return EXIT_OK
+    if not args.value:
+        print(f"gpudoctor: error: matrix {args.kind} needs a VALUE", file=sys.stderr)
+        return EXIT_ERROR
     try:
         m = load_matrix(args.matrix) if args.matrix else load_matrix()
         if args.kind == "cuda":

@@ -394,16 +394,39 @@ def _default_matrix() -> Matrix:
     return Matrix(_read_docs(lambda name: base.joinpath(name).read_text(encoding="utf-8")))
 
 
+@functools.lru_cache(maxsize=4)
+def _effective_matrix(data_root: str) -> Matrix:
+    """The newest valid matrix: the bundled one, or one installed by ``gpudoctor matrix update``."""
+    from gpudoctor import __version__
+    from gpudoctor.matrix import bundle
+
+    bundled = _default_matrix()
+    if not hasattr(bundled, "origin"):
+        bundled.origin = f"bundled with gpudoctor {__version__}"
+    downloaded, info = bundle.installed()  # data_root only keys this cache: one result per data directory
+    if downloaded is not None and downloaded.data_version > bundled.data_version:
+        downloaded.origin = f"downloaded from {info.get('source')} on {str(info.get('installed', ''))[:10]} ({info.get('dir')})"
+        return downloaded
+    if isinstance(info, str) and info != "no downloaded matrix":
+        bundled.origin += f"; {info}"
+    return bundled
+
+
 def load_matrix(directory: Optional[Union[str, Path]] = None) -> Matrix:
     """Load and validate the matrix.
 
-    With no ``directory``, reads the package data ``gpudoctor.compat_matrix``
-    (falling back to the source tree's ``compat_matrix/``), cached after the
-    first call. With a ``directory``, reads the four JSON files from it (not
-    cached). Raises :class:`MatrixError` on any missing file, invalid JSON or
-    schema violation.
+    With no ``directory``: the newest valid one of the package data ``gpudoctor.compat_matrix``
+    (falling back to the source tree's ``compat_matrix/``) and the bundle ``gpudoctor matrix
+    update`` installed (verified again before use; see :mod:`gpudoctor.matrix.bundle`), cached
+    after the first call. With a ``directory``, reads the JSON files from it (not cached). The
+    result's ``origin`` says where it came from. Raises :class:`MatrixError` on any missing file,
+    invalid JSON or schema violation.
     """
     if directory is None:
-        return _default_matrix()
+        from gpudoctor.matrix import bundle
+
+        return _effective_matrix(bundle.data_root())
     root = Path(directory)
-    return Matrix(_read_docs(lambda name: (root / name).read_text(encoding="utf-8")))
+    m = Matrix(_read_docs(lambda name: (root / name).read_text(encoding="utf-8")))
+    m.origin = f"pinned with --matrix {root}"
+    return m

@@ -28,7 +28,9 @@ def render(report, console: Console, verbose: bool = False) -> None:
     plat = (report.probes.get("platform").facts or {}) if report.probes.get("platform") else {}
     osname = (plat.get("os") or {}).get("pretty_name", "unknown OS")
     console.print(f"[bold]gpudoctor {__version__}[/] · {escape(osname)} · Python {(plat.get('python') or {}).get('version', '?')} "
-                  f"· matrix {report.matrix_version}")
+                  f"· matrix {report.matrix_version}" + (f" ({escape(report.matrix_origin)})"
+                                                         if report.matrix_origin and not report.matrix_origin.startswith("bundled")
+                                                         else ""))
     by_area = {}
     for f in report.findings:
         by_area.setdefault(f.area if f.area in TITLES else "gpudoctor", []).append(f)
