@@ -287,6 +287,8 @@ def stream(paths, stdin=None, jobs: Optional[int] = None) -> "Fleet":
     from collections import deque
     from concurrent.futures import ProcessPoolExecutor
 
+    from gpudoctor.render.progress import progress
+
     fleet = Fleet()
     jobs = jobs or os.cpu_count() or 1
     items = iter_items(paths, stdin)
@@ -295,15 +297,15 @@ def stream(paths, stdin=None, jobs: Optional[int] = None) -> "Fleet":
         for batch in _batches(itertools.chain(head, items)):
             _fold(fleet, _merge(batch, _parse_batch(_work(batch))))
         return fleet
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
+    with progress("reading reports", None) as tick, ProcessPoolExecutor(max_workers=jobs) as pool:
         inflight: deque = deque()
         for batch in _batches(itertools.chain(head, items)):
             work = _work(batch)
             inflight.append((batch, pool.submit(_parse_batch, work) if work else None))
             while len(inflight) > 2 * jobs:  # bounded: at most 2 batches per process waiting
-                _drain_one(fleet, inflight)
+                _drain_one(fleet, inflight, tick)
         while inflight:
-            _drain_one(fleet, inflight)
+            _drain_one(fleet, inflight, tick)
     return fleet
 
 
@@ -322,9 +324,9 @@ def _work(batch) -> list:
     return [b for b in batch if isinstance(b[2], (str, bytes))]
 
 
-def _drain_one(fleet, inflight) -> None:
+def _drain_one(fleet, inflight, tick=None) -> None:
     batch, fut = inflight.popleft()
-    _fold(fleet, _merge(batch, fut.result() if fut is not None else []))
+    _fold(fleet, _merge(batch, fut.result() if fut is not None else []), tick)
 
 
 def _merge(batch, parsed) -> list:
@@ -346,7 +348,9 @@ def _merge(batch, parsed) -> list:
     return out
 
 
-def _fold(fleet: "Fleet", results) -> None:
+def _fold(fleet: "Fleet", results, tick=None) -> None:
+    if tick is not None:
+        tick.advance(len(results))
     for res in results:
         if res[0] == "error":
             fleet.add_error(res[1], res[2])

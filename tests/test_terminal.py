@@ -73,3 +73,23 @@ def test_a_terminal_gets_colour_unless_no_color():
     pipe = io.StringIO()
     make_console("auto", file=pipe, env={}).print("[red]" + "word " * 100 + "[/]")
     assert not ANSI.search(pipe.getvalue()) and pipe.getvalue().count("\n") == 1  # one unwrapped line
+
+
+def test_progress_bars_only_on_a_terminal(tmp_path):
+    from gpudoctor.render.progress import progress
+
+    tty = FakeTerminal()
+    with progress("scanning", 10, file=tty) as tick:
+        for _ in range(10):
+            tick.advance()
+    assert "scanning" in tty.getvalue()
+    pipe = io.StringIO()
+    with progress("scanning", 10, file=pipe) as tick:
+        tick.advance(10)
+    assert pipe.getvalue() == ""
+    big = tmp_path / "big.log"  # over the size where explain shows a bar on a terminal
+    with open(big, "wb") as fh:
+        fh.write(b"INFO epoch 1 step 2 loss 0.3\n" * (3 << 20))
+        fh.write(b"CUDA driver version is insufficient for CUDA runtime version\n")
+    p = _gd("explain", str(big))
+    assert p.returncode == 0 and p.stderr == ""  # stderr is a pipe here: no bar, nothing written

@@ -31,8 +31,11 @@ def _scan_file(kb, path: str):
         return scan_stream(kb, sys.stdin.buffer)
     if os.path.isdir(path):
         raise OSError(f"{path} is a directory")
-    with open(path, "rb") as fh:
-        return scan_stream(kb, fh)
+    from gpudoctor.render.progress import progress
+
+    with open(path, "rb") as fh, progress(f"scanning {os.path.basename(path)}", os.fstat(fh.fileno()).st_size,
+                                          "bytes", min_total=64 << 20) as tick:
+        return scan_stream(kb, fh, on_chunk=tick.advance)
 
 
 def _scan_command(kb, cmd: List[str], timeout: float):

@@ -162,8 +162,9 @@ def _automaton(literals: List[bytes]):
         return ac.BytesAhoCorasick(literals)
 
 
-def scan_stream(kb: List[Signature], stream: BinaryIO, limit: Optional[int] = None) -> Scanner:
-    """Scan a binary stream to its end (or ``limit`` bytes) in :data:`CHUNK`-sized reads."""
+def scan_stream(kb: List[Signature], stream: BinaryIO, limit: Optional[int] = None, on_chunk=None) -> Scanner:
+    """Scan a binary stream to its end (or ``limit`` bytes) in :data:`CHUNK`-sized reads;
+    ``on_chunk(n)`` is told each chunk's size (a progress bar)."""
     sc = Scanner(kb)
     left = limit
     while left is None or left > 0:
@@ -171,6 +172,8 @@ def scan_stream(kb: List[Signature], stream: BinaryIO, limit: Optional[int] = No
         if not chunk:
             break
         sc.feed(chunk)
+        if on_chunk is not None:
+            on_chunk(len(chunk))
         if left is not None:
             left -= len(chunk)
     sc.close()

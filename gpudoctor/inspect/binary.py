@@ -128,13 +128,21 @@ def inspect_files(m: Matrix, paths: Sequence[str], gpus: Sequence[GpuSpec], driv
     ``ok``: every GPU can run every file that has CUDA code.
     Raises InspectError when no file could be read at all.
     """
+    from gpudoctor.render.progress import progress
+
     files: List[Dict[str, Any]] = []
     binaries: List[CudaBinary] = []
-    for p in paths:
-        try:
-            b = read_cuda_binary(p)
-        except (CudaBinaryError, OSError) as exc:
-            files.append({"path": p, "error": str(exc)})
+    with progress(f"reading {package or 'files'}", len(paths), min_total=8) as tick:
+        read = []
+        for p in paths:
+            try:
+                read.append((p, read_cuda_binary(p)))
+            except (CudaBinaryError, OSError) as exc:
+                read.append((p, exc))
+            tick.advance()
+    for p, b in read:
+        if isinstance(b, Exception):
+            files.append({"path": p, "error": str(b)})
             continue
         binaries.append(b)
         files.append({
