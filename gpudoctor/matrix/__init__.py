@@ -389,8 +389,9 @@ def _default_matrix() -> Matrix:
         base = files("gpudoctor.compat_matrix")
         if not base.joinpath(FILES[0]).is_file():
             raise FileNotFoundError(FILES[0])
-    except (ImportError, FileNotFoundError, TypeError):
-        return load_matrix(_source_tree_dir())
+    except (ImportError, FileNotFoundError, TypeError):  # running from a checkout that is not installed
+        root = _source_tree_dir()
+        return Matrix(_read_docs(lambda name: (root / name).read_text(encoding="utf-8")))
     return Matrix(_read_docs(lambda name: base.joinpath(name).read_text(encoding="utf-8")))
 
 
