@@ -66,7 +66,10 @@ LAYOUT_TRT86 = "trt8.6+"
 LAYOUT_LEGACY = "trt-legacy"
 LAYOUT_UNKNOWN = "trt-unknown"
 LAYOUT_SAFETY = "trt-safety"
-LAYOUT_PTRT = "trt-ptrt"
+LAYOUT_PTRT = "trt-ptrt"            # a 'ptrt' plan of a variant not (yet) understood: TensorRT 7.x-8.5
+LAYOUT_PTRT8 = "trt8.0-8.5"         # 'ptrt', u32 0, u32 serialization tag, u32 0, u64 size-24
+LAYOUT_PTRT7 = "trt7"               # 'ptrt', u32 serialization version (97 = 7.1), u32 211, u32 size-24
+LAYOUT_PRE7 = "trt-pre7"            # no tag: u64 file size first (a TensorRT 5.0 plan, JetPack 4.2)
 ULTRALYTICS_PREFIX = "ultralytics+"
 
 #: The plan-file header read by ``trtexec --getPlanVersionOnly``: 28 bytes.
@@ -74,6 +77,13 @@ HEADER_SIZE = 28
 #: Serialization tags at byte 8 of pre-8.6 plans, as publicly reported (issue NVIDIA/TensorRT#3073
 #: and "Current Version: N" errors).  Only the release line is known, so the version is partial.
 LEGACY_SERIALIZATION_TAGS = {205: (8, 2), 213: (8, 4), 232: (8, 5)}
+#: Release line per serialization tag of 'ptrt' plans (TensorRT 8.0-8.5), with the evidence in
+#: docs/engine-plan.md: 232 in two plans from a TensorRT-8.5.1.7 tree; 205 in a JetPack 4.6 /
+#: DeepStream 6.0 plan (TensorRT 8.0.1) and in public "Current Version: 205" errors of 8.2: 8.0-8.2.
+PTRT8_TAGS = {205: ((8,), "8.0-8.2"), 213: ((8, 4), "8.4"), 232: ((8, 5), "8.5")}
+#: 'ptrt' plans of TensorRT 7: the serialization version at offset 4 (97 in plans from a
+#: TensorRT-7.1.3.4 tree).
+PTRT7_VERSIONS = {97: ((7, 1), "7.1")}
 
 # The Ultralytics metadata prefix is a few hundred bytes of JSON in practice; refuse absurd lengths.
 _MAX_ULTRALYTICS_JSON = 16 << 20
@@ -109,10 +119,16 @@ class PlanHeader:
     hardware_compatibility: Optional[str] = None  # "none" | "ampere_plus" | "same_compute_capability"
     compute_capability: Optional[Tuple[int, int]] = None
     fields: Tuple[Tuple[str, int, int], ...] = ()  # (name, offset, value) evidence for every field read
+    #: What the layout says of the release when the exact version is not recorded: "8.5", "8.0-8.2",
+    #: "7.x-8.5, exact release unknown", "6 or older". None when ``trt_version`` is exact.
+    release_line: Optional[str] = None
 
     @property
     def trt_version_text(self) -> Optional[str]:
-        """The recorded version as text, e.g. "8.6.1.6"; a partial legacy version reads "8.5"."""
+        """The recorded version as text, e.g. "8.6.1.6"; a partial legacy version reads "8.5"; where only a
+        release line is known, that line ("8.0-8.2", "7.x-8.5, exact release unknown")."""
+        if self.release_line and (self.trt_version is None or len(self.trt_version) < 2):
+            return self.release_line
         if self.trt_version is None:
             return None
         return ".".join(str(part) for part in self.trt_version)
@@ -293,10 +309,15 @@ def _read(r: _Reader) -> PlanHeader:
     if head == PLAN_TAG:
         layout, version, fields = _parse_ftrt(r, 0)
         return PlanHeader(size=r.size, magic="ftrt", trt_version=version, layout=layout, fields=tuple(fields))
-    if head in (SAFETY_TAG, PTRT_TAG):
-        layout = LAYOUT_SAFETY if head == SAFETY_TAG else LAYOUT_PTRT
+    if head == SAFETY_TAG:
         fields = (("magic", 0, struct.unpack_from("<I", head)[0]),)
-        return PlanHeader(size=r.size, magic=head.decode("ascii"), trt_version=None, layout=layout, fields=fields)
+        return PlanHeader(size=r.size, magic="NLYM", trt_version=None, layout=LAYOUT_SAFETY, fields=fields)
+    if head == PTRT_TAG:
+        return _parse_ptrt(r)
+    if r.size >= 16 and len(r.data) >= 8 and struct.unpack_from("<Q", r.data, 0)[0] == r.size:
+        # TensorRT 5 (and, as far as known, 6) wrote no tag: the plan starts with its own size.
+        return PlanHeader(size=r.size, magic="", trt_version=None, layout=LAYOUT_PRE7,
+                          fields=(("size_prefix", 0, r.size),), release_line="6 or older (no magic tag)")
 
     n = _ultralytics_length(r.data, r.size)
     if n is not None:
@@ -326,12 +347,51 @@ def _read(r: _Reader) -> PlanHeader:
     raise _not_an_engine(r, head)
 
 
+def _parse_ptrt(r: _Reader) -> PlanHeader:
+    """The two 'ptrt' layouts seen in real plans (docs/engine-plan.md), else an unknown 'ptrt' variant."""
+    r.ensure(24)
+    data = r.data
+    magic = ("magic", 0, struct.unpack_from("<I", data)[0])
+    if len(data) >= 24:
+        a, b, c = struct.unpack_from("<III", data, 4)
+        rest64 = struct.unpack_from("<Q", data, 16)[0]
+        if a == 0 and c == 0 and rest64 == r.size - 24:  # TensorRT 8.0-8.5
+            version, line = PTRT8_TAGS.get(b, ((8,), None))
+            fields = (magic, ("serialization_tag", 8, b), ("payload_size", 16, rest64))
+            return PlanHeader(size=r.size, magic="ptrt", trt_version=version, layout=LAYOUT_PTRT8, fields=fields,
+                              release_line=line or f"8.0-8.5 (serialization tag {b}), exact release unknown")
+        if a and c == r.size - 24:  # TensorRT 7.x: the serialization version first
+            version, line = PTRT7_VERSIONS.get(a, (None, None))
+            fields = (magic, ("serialization_version", 4, a), ("tag", 8, b), ("payload_size", 12, c))
+            return PlanHeader(size=r.size, magic="ptrt", trt_version=version, layout=LAYOUT_PTRT7, fields=fields,
+                              release_line=line or f"7.x or older (serialization version {a}), exact release unknown")
+    return PlanHeader(size=r.size, magic="ptrt", trt_version=None, layout=LAYOUT_PTRT, fields=(magic,),
+                      release_line="7.x-8.5 ('ptrt' plan of an unrecognised variant), exact release unknown")
+
+
 def _not_an_engine(r: _Reader, head: bytes) -> PlanFormatError:
+    kind = what_is_it(r.data)
+    hint = _HINTS.get(kind, "")
+    if kind == "Git LFS pointer":
+        import re
+
+        m = re.search(rb"\nsize (\d+)", r.data[:1024])
+        hint = (f": the real file ({m.group(1).decode()} bytes) was never downloaded; in the repository run "
+                "`git lfs install && git lfs pull`" if m else hint)
     return PlanFormatError(
         "not_an_engine",
         f"{r.name}: not a TensorRT engine plan: expected the tag 'ftrt' (66 74 72 74) at offset 0, "
-        f"found {_hexbytes(head)} ('{_printable(head)}'); looks like: {what_is_it(r.data)}",
+        f"found {_hexbytes(head)} ('{_printable(head)}'); looks like: {kind}{hint}",
     )
+
+
+#: One line each for the files users pass by mistake.
+_HINTS = {
+    "Git LFS pointer": ": the real file was never downloaded; in the repository run `git lfs install && git lfs pull`",
+    "ONNX model": ": build an engine from it: trtexec --onnx=model.onnx --saveEngine=model.engine",
+    "Python pickle": ": a Python object saved with pickle, not a TensorRT engine",
+    "PyTorch checkpoint (zip)": ": a torch.save() file; export to ONNX, then trtexec --onnx=model.onnx --saveEngine=model.engine",
+}
 
 
 def _looks_like_json_text(blob: bytes) -> bool:
@@ -409,14 +469,18 @@ def what_is_it(data: bytes) -> str:
     if head == SAFETY_TAG:
         return "TensorRT safety-runtime engine"
     if head == PTRT_TAG:
-        return "TensorRT plan with the unrecognised tag 'ptrt'"
+        return "TensorRT 7.x-8.5 engine plan ('ptrt')"
+    if data.startswith(b"version https://git-lfs.github.com/spec/"):
+        return "Git LFS pointer"
+    if data[:2] in (b"\x80\x02", b"\x80\x03", b"\x80\x04", b"\x80\x05") or data.startswith((b"ccopy_reg\n", b"(dp0", b"(lp0")):
+        return "Python pickle"
     n = _ultralytics_length(data, len(data))
     if n is not None and data[4 + n:8 + n] == PLAN_TAG:
         return "Ultralytics-wrapped TensorRT engine"
     if data.startswith(b"\x7fELF"):
         return "ELF"
     if data[:4] in (b"PK\x03\x04", b"PK\x05\x06", b"PK\x07\x08"):
-        return "zip"
+        return "PyTorch checkpoint (zip)" if b"data.pkl" in data[:4096] else "zip"
     if data.startswith(b"\x1f\x8b"):
         return "gzip"
     if data.startswith(b"TRT-") and data[4:5].isdigit():

@@ -25,6 +25,7 @@ def header_facts(header) -> Dict[str, Any]:
     return {"trt_version": list(header.trt_version) if header.trt_version else None,
             "trt_version_text": header.trt_version_text, "layout": header.layout, "size": header.size,
             "magic": header.magic, "version_is_partial": header.version_is_partial, "plan_offset": header.plan_offset,
+            "release_line": header.release_line,
             "version_compatible": header.version_compatible, "lean": header.lean,
             "hardware_compatibility": header.hardware_compatibility,
             "compute_capability": f"{cc[0]}.{cc[1]}" if cc else None,
@@ -77,6 +78,46 @@ def _install_fix(v: Optional[Tuple[int, ...]]) -> Optional[Dict[str, Any]]:
                          f"python -m pip install 'tensorrt=={text}'"]}
 
 
+#: Layouts of plans older than TensorRT 8.6 (engine_plan): no runtime of 8.6 or newer loads them.
+OLD_LAYOUTS = ("trt8.0-8.5", "trt7", "trt-ptrt", "trt-pre7")
+#: The TensorRT each JetPack ships (https://developer.nvidia.com/embedded/jetpack-archive).
+JETPACK = {(5, 0): "4.2", (7, 1): "4.4 / 4.5", (8, 0): "4.6", (8, 2): "4.6.1 to 4.6.4", (8, 4): "5.0.2",
+           (8, 5): "5.1.x"}
+
+
+def _old_plan_verdict(header: Mapping[str, Any], here: Optional[str], where: Optional[str]):
+    """(verdict, reasons, fixes) for a plan older than 8.6 ('ptrt' or untagged)."""
+    line = header.get("trt_version_text") or "older than 8.6"
+    built = tuple(header.get("trt_version") or ())
+    pre7 = header.get("layout") == "trt-pre7"
+    what = f"a TensorRT {line} plan" + (" (TensorRT 5/6: no magic tag, it starts with its own size)" if pre7 else
+                                         " (tag 'ptrt', TensorRT 7.x-8.5)")
+    rebuild = {"summary": "Rebuild the engine from the model with the TensorRT that will run it (on the target: "
+                          "a Jetson builds its own engines)",
+               "commands": ["trtexec --onnx=model.onnx --saveEngine=model.engine --versionCompatible   # TensorRT 8.6+"]}
+    pins = []
+    if len(built) >= 2:
+        pins.append(f"python -m pip install 'tensorrt=={built[0]}.{built[1]}.*'   # x86-64, to run the plan unchanged")
+        if built[:2] in JETPACK:
+            pins.append(f"# Jetson: JetPack {JETPACK[built[:2]]} ships TensorRT {built[0]}.{built[1]}")
+    install = {"summary": f"Or run it with the TensorRT line that built it ({line})", "commands": pins} if pins else None
+    fixes = [f for f in (rebuild, install) if f]
+    if here is None:
+        return "no_tensorrt", [f"{what}; no importable TensorRT or libnvinfer here"], fixes
+    h = _vtuple(here) or ()
+    if h >= (8, 6):
+        tag = "the file's size" if pre7 else "1953657968 ('ptrt')"
+        return "version_mismatch", [f"{what}; TensorRT {here} here ({where}) loads no plan older than 8.6: it "
+                                    f"fails the magic-tag check, 'header.magicTag == kEXPECTED_MAGIC_TAG failed' "
+                                    f"({tag} != 1953657958 'ftrt') (TensorRT 11.4's own words for these plans)"], fixes
+    if len(built) >= 2 and h[:2] == built[:2]:
+        return "loads", [f"{what}; TensorRT {here} here is the same release line (the exact build must match: "
+                         "'expecting library version X got Y')"], []
+    if built and h[:len(built)] == built:
+        return "unknown", [f"{what}; TensorRT {here} here: the plan records only the major version"], fixes
+    return "version_mismatch", [f"{what}; TensorRT {here} here cannot load it ('Version tag does not match')"], fixes
+
+
 def engine_verdict(header: Mapping[str, Any], trt_facts: Mapping[str, Any],
                    gpus: List[Mapping[str, Any]]) -> Dict[str, Any]:
     """Verdict for a plan's :func:`header_facts`: ``{"verdict": "loads"|"only_if_version_compatible"|
@@ -94,6 +135,10 @@ def engine_verdict(header: Mapping[str, Any], trt_facts: Mapping[str, Any],
         reasons.append(f"the plan is wrapped by Ultralytics (JSON metadata first, the plan at byte "
                        f"{header.get('plan_offset')}): load it with Ultralytics; TensorRT alone fails on it with "
                        "'(n != 1953657958)', which is not a version mismatch")
+    if layout in OLD_LAYOUTS:
+        verdict, more, old_fixes = _old_plan_verdict(header, here, where)
+        return {"verdict": verdict, "installed": here, "installed_from": where, "reasons": reasons + more,
+                "fixes": old_fixes, "header": dict(header)}
     if layout == "trt-safety":
         verdict = "not_standard"
         reasons.append("a TensorRT safety-runtime engine (tag NLYM): the standard runtime cannot load it")
@@ -111,6 +156,8 @@ def engine_verdict(header: Mapping[str, Any], trt_facts: Mapping[str, Any],
             reasons.append(f"built by TensorRT {built_text}; TensorRT {here} here ({where})"
                            + (" (the header records only major.minor)" if header.get("version_is_partial") else ""))
         elif built[:2] >= (8, 6) and h > built and header.get("version_compatible") is not False:
+            # Not recorded in the header: TensorRT 11.4 refused the 8.6 and 10.x plans of ../shared/engines,
+            # which were not built version-compatible ("old deserialization call on a newer plan file").
             # The header does not say whether the plan was built version-compatible (kVERSION_COMPATIBLE).
             verdict = "loads" if header.get("version_compatible") else "only_if_version_compatible"
             reasons.append(f"built by TensorRT {built_text}, older than TensorRT {here} here: it loads only if it was "
@@ -171,7 +218,7 @@ def render_text(data: Dict[str, Any]) -> str:
     h = data["header"]
     mark = {"loads": "✓", "unknown": "!", "only_if_version_compatible": "!"}.get(data["verdict"], "✗")
     out = [f"{data.get('path', 'engine')}: TensorRT engine plan, {h['size']} bytes, layout {h['layout']}",
-           f"  built by TensorRT {h['trt_version_text'] or '?'}"
+           f"  built by TensorRT {h['trt_version_text'] or 'of an unrecorded version'}"
            + (", version-compatible" if h["version_compatible"] else "")
            + (", lean" if h["lean"] else "")
            + (f", hardware compatibility {h['hardware_compatibility']}" if h["hardware_compatibility"] else "")
