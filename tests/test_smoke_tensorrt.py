@@ -212,3 +212,28 @@ def test_rule_is_registered():
     from gpudoctor.rules import _rules
 
     assert smoke.tensorrt_smoke in _rules(), "add smoke.tensorrt_smoke after smoke.nvcc_smoke in gpudoctor/rules/__init__.py"
+
+
+# ----------------------------------------------------------------------------- the real lean and dispatch runtimes
+
+
+def test_lean_and_dispatch_runtimes_are_named_for_what_they_can_do():
+    """The real tensorrt-{lean,dispatch}-cu13 11.4 wheels (.ci/fetch-real-wheels): runtimes that never build."""
+    import json
+    import subprocess
+    import sys
+
+    site = os.path.join(CACHE, "trt-lean", "site-packages")
+    need(os.path.isdir(os.path.join(site, "tensorrt_lean_bindings")), ".ci/cache/trt-lean")
+    env = dict(os.environ, PYTHONPATH=site)
+    out = subprocess.run([sys.executable, "-m", "gpudoctor", "check", "--json"], capture_output=True, text=True,
+                         env=env, timeout=300, cwd=str(ROOT))
+    data = json.loads(out.stdout)
+    mods = {m["name"]: m for m in data["probes"]["tensorrt"]["facts"]["modules"]}
+    assert mods["tensorrt_lean_bindings"]["runtime"] == "lean" and mods["tensorrt_lean_bindings"]["import_ok"]
+    assert mods["tensorrt_dispatch_bindings"]["runtime"] == "dispatch"
+    assert mods["tensorrt_lean_bindings"]["version"].startswith("11.4")
+    titles = {f["id"]: f["title"] for f in data["findings"] if f["id"] == "smoke.tensorrt"}
+    assert "lean runtime is installed" in titles["smoke.tensorrt"] and "cannot build" in titles["smoke.tensorrt"]
+    oks = [f["title"] for f in data["findings"] if f["id"] == "tensorrt.ok"]
+    assert any("lean runtime imports" in t and "never builds" in t for t in oks), oks

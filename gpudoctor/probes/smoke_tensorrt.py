@@ -14,11 +14,11 @@ from gpudoctor.probes._worker import run_worker
 MODULES = ("tensorrt", "tensorrt_bindings")  # tensorrt_lean / tensorrt_dispatch cannot build engines
 
 
-def find_module(ctx):
-    """``(name, path)`` of the first TensorRT module on PYTHONPATH (of ``ctx.env``) + sys.path, or None."""
+def find_module(ctx, names=MODULES):
+    """``(name, path)`` of the first of ``names`` on PYTHONPATH (of ``ctx.env``) + sys.path, or None."""
     extra = [p for p in (ctx.env.get("PYTHONPATH") or "").split(os.pathsep) if p]
     search = extra + [p for p in sys.path if p not in extra]
-    for name in MODULES:
+    for name in names:
         try:
             spec = PathFinder.find_spec(name, search)
         except (ImportError, ValueError):
@@ -36,5 +36,12 @@ def probe(ctx) -> dict:
         return {"skipped": "--no-smoke"}
     found = find_module(ctx)
     if found is None:
+        runtime_only = find_module(ctx, ("tensorrt_lean_bindings", "tensorrt_lean", "tensorrt_dispatch_bindings",
+                                         "tensorrt_dispatch"))
+        if runtime_only is not None:
+            kind = "lean" if "lean" in runtime_only[0] else "dispatch"
+            return {"skipped": f"only the TensorRT {kind} runtime is installed ({runtime_only[0]} in {runtime_only[1]}): "
+                               "it runs plans but cannot build one", "runtime_only": runtime_only[0],
+                    "searched": list(MODULES), "python": ctx.python}
         return {"skipped": "TensorRT is not installed", "absent": True, "searched": list(MODULES), "python": ctx.python}
     return run_worker(ctx, "trt-smoke", found[0], timeout=max(ctx.timeout, 90.0))

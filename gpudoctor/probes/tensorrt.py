@@ -10,7 +10,17 @@ import shutil
 from gpudoctor.libfind import index_for
 from gpudoctor.subproc import run
 
-MODULES = ("tensorrt", "tensorrt_bindings", "tensorrt_lean", "tensorrt_dispatch")
+MODULES = ("tensorrt", "tensorrt_bindings", "tensorrt_lean", "tensorrt_lean_bindings", "tensorrt_dispatch",
+           "tensorrt_dispatch_bindings")
+#: What each kind of TensorRT runtime can do (NVIDIA's lean and dispatch runtimes cannot build engines).
+RUNTIME_KINDS = {
+    "tensorrt": ("full", "builds and runs engines"),
+    "tensorrt_bindings": ("full", "builds and runs engines"),
+    "tensorrt_lean": ("lean", "runs version-compatible plans built by the same or an older release; never builds"),
+    "tensorrt_lean_bindings": ("lean", "runs version-compatible plans built by the same or an older release; never builds"),
+    "tensorrt_dispatch": ("dispatch", "runs only plans that embed their lean runtime; never builds"),
+    "tensorrt_dispatch_bindings": ("dispatch", "runs only plans that embed their lean runtime; never builds"),
+}
 _VERSION = re.compile(r"""^__version__\s*=\s*["']([^"']+)["']""", re.MULTILINE)
 _IMPORT = "import importlib, sys; m = importlib.import_module(sys.argv[1]); print(getattr(m, '__version__', '?'))"
 
@@ -42,7 +52,9 @@ def probe(ctx) -> dict:
             spec = None
         if spec is None or not spec.origin:
             continue
-        entry = {"name": name, "path": os.path.dirname(spec.origin), "version": _static_version(spec.origin)}
+        kind, can = RUNTIME_KINDS.get(name, ("full", ""))
+        entry = {"name": name, "path": os.path.dirname(spec.origin), "version": _static_version(spec.origin),
+                 "runtime": kind, "can": can}
         res = run([ctx.python, "-c", _IMPORT, name], timeout=ctx.timeout, env=ctx.env)
         entry["import_ok"] = res.ok
         printed = res.stdout.strip().splitlines()[-1] if res.ok and res.stdout.strip() else ""

@@ -132,7 +132,10 @@ def tensorrt_libs(facts, ctx):
     for mod in t.get("modules") or []:
         if mod.get("import_ok"):
             out.append(Finding("tensorrt.ok", Severity.OK, "tensorrt",
-                               f"TensorRT {mod.get('version')} imports ({mod['name']})", evidence={"path": mod.get("path")}))
+                               f"TensorRT {mod.get('version')} "
+                               + (f"{mod['runtime']} runtime " if mod.get("runtime") in ("lean", "dispatch") else "")
+                               + f"imports ({mod['name']})" + (f": {mod['can']}" if mod.get("runtime") in ("lean", "dispatch") else ""),
+                               evidence={"path": mod.get("path"), "runtime": mod.get("runtime")}))
             continue
         err = mod.get("import_error") or ""
         missing = _MISSING_SO.search(err)

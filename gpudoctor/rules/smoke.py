@@ -217,6 +217,14 @@ def tensorrt_smoke(facts, ctx):
         if s.get("absent"):
             return [Finding("smoke.tensorrt", Severity.INFO, "smoke", "TensorRT smoke test skipped (TensorRT is not installed)",
                             evidence={"python": s.get("python"), "modules_searched": s.get("searched")})]
+        if s.get("runtime_only"):
+            return [Finding("smoke.tensorrt", Severity.INFO, "smoke", f"TensorRT smoke test skipped: {s['skipped']}",
+                            evidence={"python": s.get("python"), "module": s.get("runtime_only")},
+                            detail="The lean runtime deserializes and runs version-compatible plans (built with "
+                                   "--versionCompatible by the same or an older release); the dispatch runtime only "
+                                   "plans that embed their lean runtime. Building needs the full TensorRT.",
+                            fixes=(Fix("To build engines here, install the full TensorRT (builder and runtime).",
+                                       ("python -m pip install tensorrt-cu13",)),))]
         if s.get("version") is None:
             return [Finding("smoke.tensorrt", Severity.INFO, "smoke", f"TensorRT smoke test skipped ({s['skipped']})")]
         fixes = (Fix("Install cuda-python, which the smoke test uses for device memory.",
