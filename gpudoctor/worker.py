@@ -501,6 +501,49 @@ def task_nvml() -> dict:
             pass
 
 
+_KEEP: list = []
+
+
+def task_trt_deserialize(args) -> dict:
+    """``MODULE PLAN``: deserialize a plan with a real TensorRT runtime (full, lean or dispatch) and return
+    what TensorRT itself said: ``{"module", "version", "loaded", "messages": [(severity, text)]}``."""
+    import importlib
+
+    module, plan = args[0], args[1]
+    out = {"module": module, "plan": plan, "loaded": False, "messages": []}
+    try:
+        trt = importlib.import_module(module)
+    except Exception as exc:  # noqa: BLE001 - the import failure is the answer
+        out["error"] = f"import {module}: {type(exc).__name__}: {exc}"
+        return out
+    out["version"] = getattr(trt, "__version__", None)
+
+    class Logger(trt.ILogger):
+        def __init__(self):
+            trt.ILogger.__init__(self)
+
+        def log(self, severity, msg):
+            out["messages"].append([str(severity).split(".")[-1], str(msg)[:600]])
+
+    logger = Logger()
+    try:
+        runtime = trt.Runtime(logger)
+        _KEEP.append((runtime, logger))  # a Runtime that failed to start crashes when destroyed: never destroy it
+        failed = [m for sev, m in out["messages"] if sev in ("ERROR", "INTERNAL_ERROR")]
+        if failed:  # no usable runtime (no GPU, no driver): deserializing would crash inside TensorRT
+            out["error"] = f"the runtime did not start: {failed[0][:300]}"
+            out.pop("loaded")
+            return out
+        if hasattr(runtime, "engine_host_code_allowed"):
+            runtime.engine_host_code_allowed = True  # version-compatible plans carry their lean runtime
+        with open(plan, "rb") as fh:
+            engine = runtime.deserialize_cuda_engine(fh.read())
+        out["loaded"] = engine is not None
+    except Exception as exc:  # noqa: BLE001 - TensorRT's exception is the answer
+        out["error"] = f"{type(exc).__name__}: {str(exc)[:400]}"
+    return out
+
+
 def main(argv) -> int:
     task = argv[0] if argv else ""
     try:
@@ -514,6 +557,8 @@ def main(argv) -> int:
             result = task_libversions(argv[1:])
         elif task == "stubcheck":
             result = task_stubcheck(argv[1:])
+        elif task == "trt-deserialize":
+            result = task_trt_deserialize(argv[1:])
         elif task == "trt-smoke":
             from gpudoctor.trt_smoke import trt_smoke_main
 
@@ -524,6 +569,9 @@ def main(argv) -> int:
     except ImportError as exc:
         result = {"import_error": f"{type(exc).__name__}: {exc}"}
     sys.stdout.write("\n" + json.dumps(result) + "\n")
+    if task == "trt-deserialize":  # TensorRT objects may crash in their destructors: leave without running them
+        sys.stdout.flush()
+        os._exit(0)
     return 0
 
 

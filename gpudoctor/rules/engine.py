@@ -13,6 +13,20 @@ _SEVERITY = {"version_mismatch": Severity.FAIL, "no_tensorrt": Severity.FAIL, "w
              "unknown": Severity.WARN, "loads": Severity.OK}
 
 
+def _runtime_said(answer) -> str:
+    """TensorRT's own verdict in a few words: "loaded it" or its first error line."""
+    if not answer:
+        return ""
+    if "loaded" not in answer:  # could not be asked: say why (the child's crash is also a tool.failed finding)
+        why = answer.get("error") or answer.get("worker_error")
+        return f"could not be asked ({why[:200]})" if why else ""
+    if answer.get("loaded"):
+        return "loaded it"
+    errors = [m for sev, m in answer.get("messages") or [] if sev in ("ERROR", "INTERNAL_ERROR")]
+    text = errors[0] if errors else answer.get("error") or "refused it"
+    return "refused it: " + text.split("\n")[0][:240]
+
+
 def engine_plans(facts, ctx):
     from gpudoctor.inspect.engine import engine_verdict
 
@@ -43,6 +57,17 @@ def engine_plans(facts, ctx):
                                           "it only if it was built version-compatible",
             "not_standard": f"{path} is a TensorRT safety-runtime engine; the standard runtime cannot load it",
         }[v["verdict"]]
+        answer = e.get("runtime_answer") or {}
+        said = _runtime_said(answer)
+        if said:
+            title += f"; TensorRT {answer.get('version') or ''} ({answer.get('module')}) itself: {said}".replace("  ", " ")
+        if answer and "loaded" in answer and not answer.get("error", "").startswith("import") and \
+                answer.get("loaded") != (v["verdict"] == "loads") and v["verdict"] != "only_if_version_compatible":
+            out.append(Finding("tensorrt.engine_unknown", Severity.WARN, "tensorrt",
+                               f"{path}: the header says '{v['verdict'].replace('_', ' ')}' but TensorRT "
+                               f"{answer.get('version')} {'loaded' if answer.get('loaded') else 'refused'} it",
+                               evidence={"path": path, "runtime_answer": answer, "header_verdict": v["verdict"]},
+                               detail="Please report this plan: gpudoctor's reading of its header disagrees with TensorRT."))
         out.append(Finding(_IDS[v["verdict"]], _SEVERITY[v["verdict"]], "tensorrt", title,
                            evidence={"path": path, "header": e["header"], "installed": v["installed"],
                                      "installed_from": v["installed_from"], "reasons": v["reasons"]},
