@@ -121,3 +121,33 @@ def test_explain_knows_every_message_tensorrt_11_4_printed():
             sc.close()
             ranked = [d.finding.id for d in diagnose(sc)]
             assert ranked and ranked[0].startswith("tensorrt.engine_"), (a["file"], a["runtime"], ranked, text[-200:])
+
+
+def test_check_engine_asks_the_real_lean_runtime_and_shows_its_answer():
+    """TensorRT 11.4's lean runtime (real wheels) is asked in a child; on this GPU-less machine it cannot start,
+    which is said in TensorRT's own words, never crashed on (a Runtime that failed to start segfaults when
+    destroyed: the child leaves without destroying it). On the H100 it answers (docs/examples/h100-engines-trt11.4.txt)."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import CACHE, need
+
+    site = os.path.join(CACHE, "trt-lean", "site-packages")
+    need(os.path.isdir(os.path.join(site, "tensorrt_lean_bindings")), ".ci/cache/trt-lean")
+    plan = SHARED / "kalfazed--tensorrt_starter--example.engine"
+    out = subprocess.run([sys.executable, "-m", "gpudoctor", "check", "--no-smoke", "--json", "--engine", str(plan)],
+                         capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=site), timeout=300,
+                         cwd=str(Path(__file__).resolve().parents[1]))
+    data = json.loads(out.stdout)
+    (entry,) = data["probes"]["engine"]["facts"]["engines"]
+    answer = entry["runtime_answer"]
+    assert answer["module"] == "tensorrt_lean_bindings" and answer["version"].startswith("11.4")
+    assert "worker_error" not in answer  # no crash
+    (f,) = [f for f in data["findings"] if f["id"] == "tensorrt.engine_mismatch"]
+    assert "TensorRT 11.4.0.106 (tensorrt_lean_bindings) itself:" in f["title"]
+    if "loaded" in answer:  # a machine with a GPU: TensorRT's refusal agrees with the header's verdict
+        assert answer["loaded"] is False and "magicTag" in f["title"]
+    else:
+        assert "the runtime did not start" in f["title"]
+    assert not [x for x in data["findings"] if x["id"] == "tensorrt.engine_unknown"]  # no disagreement
