@@ -187,6 +187,13 @@ class Runtime:
 
     def deserialize_cuda_engine(self, plan):
         data = bytes(plan)
+        if data.startswith(b"ftrt") and len(data) >= 28:  # a plan header as real TensorRT writes it (8.6+)
+            built = ".".join(str(b) for b in data[24:28])
+            if built != __version__:
+                self.logger.log(ILogger.Severity.ERROR, f"FAKE: The engine plan file is not compatible with this "
+                                f"version of TensorRT, expecting library version {__version__} got {built}")
+                return None
+            return object()  # FAKE: an engine is all the caller checks for
         if not data.startswith(_MAGIC):
             self.logger.log(ILogger.Severity.ERROR, "FAKE: not a plan")
             return None
