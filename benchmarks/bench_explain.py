@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from gpudoctor.explain.diagnose import diagnose  # noqa: E402
 from gpudoctor.explain.evaluate import evaluate, load_corpus, report  # noqa: E402
 from gpudoctor.explain.kb import load_kb  # noqa: E402
-from gpudoctor.explain.scan import Scanner, scan_stream  # noqa: E402
+from gpudoctor.explain.scan import scan_stream  # noqa: E402
 
 
 CORPORA = (

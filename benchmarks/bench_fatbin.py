@@ -1,4 +1,4 @@
-"""Benchmark gpudoctor.fatbin.read_cuda_binary.
+"""Benchmark gpudoctor.formats.fatbin.read_cuda_binary.
 
 Usage:
     python benchmarks/bench_fatbin.py [--repeat N] [--target-s S] [PATH ...]
@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gpudoctor.fatbin import CudaBinaryError, read_cuda_binary  # noqa: E402
+from gpudoctor.formats.fatbin import CudaBinaryError, read_cuda_binary  # noqa: E402
 
 KERNEL = r"""
 template <int N> __global__ void k(float *a) { a[threadIdx.x] *= N; }

@@ -15,12 +15,10 @@ import argparse
 import copy
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
 import tempfile
-import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REAL = os.path.join(ROOT, "docs", "examples", "h100-check.json")

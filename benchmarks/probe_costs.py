@@ -13,8 +13,8 @@ def main() -> int:
     t = time.process_time()
     w = time.perf_counter()
     import gpudoctor.probes as probes
-    from gpudoctor.libfind import index_for
-    from gpudoctor.runner import ProbeContext
+    from gpudoctor.probes.libfind import index_for
+    from gpudoctor.process.runner import ProbeContext
 
     print(f"{'import probes':16} cpu {time.process_time() - t:6.3f}  wall {time.perf_counter() - w:6.3f}")
     ctx = ProbeContext(smoke="--smoke" in sys.argv, timeout=10)

@@ -9,8 +9,8 @@ from typing import Dict, List, Mapping, Optional
 
 from gpudoctor import __version__
 from gpudoctor.findings import Finding, Severity, worst
-from gpudoctor.fixes import OsFlavor
-from gpudoctor.runner import ProbeContext, ProbeResult, start_probes
+from gpudoctor.rules.fixes import OsFlavor
+from gpudoctor.process.runner import ProbeContext, ProbeResult, start_probes
 
 #: Version of the JSON report's shape (docs/json-report.md). Bump on incompatible changes.
 REPORT_SCHEMA_VERSION = 1
@@ -75,7 +75,7 @@ def prestart_children(env: Mapping[str, str], smoke: bool = True, cache: bool = 
     nvrtc = ("nvrtc-smoke",) if cache else ("nvrtc-smoke", "--no-cache")
     prestart(sys.executable, env, (nvrtc, "cuda", "nvml") if smoke else ("cuda", "nvml"))
     if smoke and cache:
-        from gpudoctor.cache import Cache
+        from gpudoctor.process.cache import Cache
         from gpudoctor.probes import smoke_nvcc
 
         atexit.register(smoke_nvcc.discard_prestarted)
@@ -156,7 +156,7 @@ def collect_facts(names=("platform", "driver"), timeout: float = 10.0,
                   env: Optional[Mapping[str, str]] = None) -> Dict[str, dict]:
     """Run only the named probes (as ``check`` would) and return probe name -> facts ({} when a probe failed)."""
     from gpudoctor.probes import ALL
-    from gpudoctor.runner import run_probes
+    from gpudoctor.process.runner import run_probes
 
     ctx = ProbeContext(env=dict(env if env is not None else os.environ), smoke=False,
                        timeout=min(timeout / 3, QUERY_TIMEOUT), budget=probe_budget(timeout))

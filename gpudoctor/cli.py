@@ -119,7 +119,7 @@ def _matrix_update(args) -> int:
 def _matrix_query(args) -> int:
     import json
 
-    from gpudoctor import lookup
+    from gpudoctor.matrix import lookup
     from gpudoctor.matrix import MatrixError, load_matrix
 
     if args.kind == "update":
@@ -158,7 +158,7 @@ def _compare(args) -> int:
     import json
     from pathlib import Path
 
-    from gpudoctor import compare, fleet
+    from gpudoctor.reports import compare, fleet
 
     loaded, errors = fleet.load_reports([args.a, args.b])
     if errors or len(loaded) != 2:
@@ -175,7 +175,7 @@ def _fleet(args) -> int:
     """Exit 0: no outliers and every file usable; 1: outliers or unusable files; 2: no usable report."""
     import json
 
-    from gpudoctor import fleet
+    from gpudoctor.reports import fleet
 
     folded = fleet.stream(args.paths, jobs=args.jobs)
     if not folded.rows:
@@ -228,7 +228,7 @@ def _report_text(report, fmt: str, redact: bool, strict: bool, verbose: bool) ->
         return buf.getvalue()
     data = report.to_dict()
     if redact:
-        from gpudoctor.redact import redact as redact_data
+        from gpudoctor.render.redact import redact as redact_data
 
         data = redact_data(data)
     if fmt == "json":
@@ -305,7 +305,7 @@ def main(argv=None) -> int:
 
     def setup():  # read while the probes already run (policy, target GPUs): its errors stop the check
         from gpudoctor.matrix import MatrixError
-        from gpudoctor.policy import PolicyError, load_policy
+        from gpudoctor.rules.requirements import PolicyError, load_policy
 
         try:
             policy = load_policy(args.require)
@@ -338,7 +338,7 @@ def main(argv=None) -> int:
     code = EXIT_FINDINGS if bad else EXIT_OK
     redact = args.redact or fmt in ("markdown", "github")
     if args.output:
-        from gpudoctor.render.atomic import write_atomic
+        from gpudoctor.process.atomic import write_atomic
 
         try:
             write_atomic(args.output, _report_text(report, fmt, redact, args.strict, args.verbose))

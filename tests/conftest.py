@@ -8,11 +8,10 @@ import shutil
 
 import pytest
 
-from gpudoctor.findings import Severity
-from gpudoctor.fixes import OsFlavor
+from gpudoctor.rules.fixes import OsFlavor
 from gpudoctor.matrix import load_matrix
 from gpudoctor.rules import Facts, RuleContext, evaluate
-from gpudoctor.runner import ProbeContext
+from gpudoctor.process.runner import ProbeContext
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CACHE = os.path.join(ROOT, ".ci", "cache")

@@ -12,7 +12,7 @@ import shutil
 
 import pytest
 
-from gpudoctor.cache import Cache, cache_root
+from gpudoctor.process.cache import Cache, cache_root
 from gpudoctor.check import run_check
 from gpudoctor.matrix import load_matrix
 from gpudoctor.probes import frameworks
@@ -85,7 +85,7 @@ def test_fatbin_scan_is_cached_by_file_identity(tmp_path):
     """A real CUDA library (cudart from the nvidia-cuda-runtime wheel) scanned once, then read back."""
     import glob
 
-    from gpudoctor.libfind import site_packages_dirs
+    from gpudoctor.probes.libfind import site_packages_dirs
 
     libs = [p for d in site_packages_dirs() for p in glob.glob(os.path.join(d, "nvidia", "*", "lib", "libcudart.so.*"))]
     if not libs:

@@ -1,4 +1,4 @@
-"""gpudoctor.compare and gpudoctor.fleet over the real H100 reports and variants derived from them
+"""gpudoctor.reports.compare and gpudoctor.reports.fleet over the real H100 reports and variants derived from them
 (tests/data/fleet/README.md says how each variant was made)."""
 import copy
 import json
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from gpudoctor import compare as cmp
-from gpudoctor import fleet
+from gpudoctor.reports import compare as cmp
+from gpudoctor.reports import fleet
 
 ROOT = Path(__file__).resolve().parents[1]
 FLEET = ROOT / "tests" / "data" / "fleet"
@@ -367,7 +367,7 @@ def test_host_is_in_reports_and_redacted():
     from gpudoctor.check import run_check
     from gpudoctor.matrix import load_matrix
     from gpudoctor.probes import ALL
-    from gpudoctor.redact import redact
+    from gpudoctor.render.redact import redact
 
     data = run_check(load_matrix(), smoke=False, probes=[p for p in ALL if p.name == "platform"]).to_dict()
     assert data["host"] == socket.gethostname()

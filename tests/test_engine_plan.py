@@ -1,4 +1,4 @@
-"""gpudoctor.engine_plan: reading TensorRT plan headers without TensorRT.
+"""gpudoctor.formats.engine_plan: reading TensorRT plan headers without TensorRT.
 
 Real bytes: tests/data/engines/real-*.bin (first four bytes of real files, as quoted by
 TensorRT's own errors; see that folder's README.md).  Every header that carries a version is
@@ -16,8 +16,8 @@ import time
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from gpudoctor import engine_plan as ep
-from gpudoctor.engine_plan import PlanFormatError, PlanHeader, read_plan_header, what_is_it
+from gpudoctor.formats import engine_plan as ep
+from gpudoctor.formats.engine_plan import PlanFormatError, PlanHeader, read_plan_header, what_is_it
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "engines")
 

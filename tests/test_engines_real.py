@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from gpudoctor.engine_plan import PlanFormatError, read_plan_header
+from gpudoctor.formats.engine_plan import PlanFormatError, read_plan_header
 from gpudoctor.explain.diagnose import diagnose
 from gpudoctor.explain.kb import load_kb
 from gpudoctor.explain.scan import Scanner
-from gpudoctor.inspect.engine import engine_verdict, header_facts
+from gpudoctor.formats.engine_plan import header_facts
+from gpudoctor.rules.engine_verdict import engine_verdict
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "engines"
 pytestmark = pytest.mark.skipif(not SHARED.is_dir(), reason=f"{SHARED} (the real engine files) is not here")

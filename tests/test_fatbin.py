@@ -1,4 +1,4 @@
-"""Tests for gpudoctor.fatbin against real binaries built here by nvcc.
+"""Tests for gpudoctor.formats.fatbin against real binaries built here by nvcc.
 
 Binaries are compiled once per session (nvcc 13.0 from /usr/local/cuda and,
 if installed, Debian's nvcc 11.8 at /usr/bin/nvcc).  The reference listing
@@ -24,13 +24,13 @@ from pathlib import Path
 import pytest
 
 try:
-    import gpudoctor.fatbin  # noqa: F401
+    import gpudoctor.formats.fatbin  # noqa: F401
 except ImportError:  # run from a checkout without an installed package
     import sys
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gpudoctor.fatbin import (
+from gpudoctor.formats.fatbin import (
     Coverage,
     CudaBinary,
     CudaBinaryError,

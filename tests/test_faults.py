@@ -251,7 +251,7 @@ def test_every_command_any_probe_runs_reaches_the_report(monkeypatch, fault):
     path that failed must be named by a warn/fail finding. A new probe that swallows a failure breaks this."""
     import subprocess as real
 
-    from gpudoctor import subproc
+    from gpudoctor.process import subproc
     from gpudoctor.check import run_check
     from gpudoctor.matrix import load_matrix
 
@@ -319,11 +319,11 @@ def test_output_into_a_missing_directory_is_an_error(tmp_path):
 def test_ptxas_on_path_that_no_nvcc_runs(tmp_path, fault):
     """Seen on the H100: CUDA 13's nvcc runs its own ptxas, so a FAKE one first on PATH is never asked by a
     build, yet JAX/XLA and Triton run it: it is probed on its own and reported (warn)."""
-    from gpudoctor.fixes import OsFlavor
+    from gpudoctor.rules.fixes import OsFlavor
     from gpudoctor.probes.toolkit import _ptxas_on_path
     from gpudoctor.rules import Facts, RuleContext
     from gpudoctor.rules.toolkit import ptxas_on_path_broken
-    from gpudoctor.runner import ProbeContext
+    from gpudoctor.process.runner import ProbeContext
 
     fake = fake_tool(tmp_path / "fakebin", "ptxas", fault)
     env = {"PATH": f"{tmp_path / 'fakebin'}:/usr/bin:/bin"}  # the fakes need sh, sleep, head, tr

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from gpudoctor.cli import main
-from gpudoctor.inspect.engine import engine_verdict
+from gpudoctor.rules.engine_verdict import engine_verdict
 from tests.conftest import CACHE, need
 from tests.test_engine_plan import fake_plan, fake_ultralytics
 

@@ -1,7 +1,7 @@
-"""`gpudoctor matrix cuda|driver|gpu`: the CLI (gpudoctor.cli.main) and gpudoctor.lookup directly.
+"""`gpudoctor matrix cuda|driver|gpu`: the CLI (gpudoctor.cli.main) and gpudoctor.matrix.lookup directly.
 
 Expectations that depend on frameworks.json are computed from the matrix (``m.torch_releases()``)
-with gpudoctor.fatbin.coverage, the project's own SASS/PTX compatibility rules, never hard-coded.
+with gpudoctor.formats.fatbin.coverage, the project's own SASS/PTX compatibility rules, never hard-coded.
 """
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from gpudoctor import lookup
+from gpudoctor.matrix import lookup
 from gpudoctor.cli import main
-from gpudoctor.fatbin import coverage
+from gpudoctor.formats.fatbin import coverage
 from gpudoctor.matrix import load_matrix
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -13,7 +13,7 @@ Every documented exception below names where the fact comes from.
 from __future__ import annotations
 
 import re
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Dict, List, Optional, Set
 
 import pytest
 from packaging.version import Version

@@ -1,4 +1,4 @@
-"""Tests for gpudoctor.parsers against real captured / local tool output.
+"""Tests for gpudoctor.formats (text parsers) against real captured / local tool output.
 
 Fixture origins (tests/data/parsers/):
 cudnn_version_pip_cu12_9.28.0.h is include/cudnn_version.h from the PyPI wheel nvidia_cudnn_cu12-9.28.0.42-py3-none-manylinux_2_27_x86_64.whl.
@@ -19,8 +19,25 @@ try:
 except ImportError:  # running from a checkout without an install
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from gpudoctor import parsers as P  # noqa: E402
-from gpudoctor.parsers import ParseError  # noqa: E402
+
+from gpudoctor.formats import compilers as compilers_fmt
+
+from gpudoctor.formats import container as container_fmt
+
+from gpudoctor.formats import cuda_env as cuda_env_fmt
+
+from gpudoctor.formats import cudnn as cudnn_fmt
+
+from gpudoctor.formats import ldconfig as ldconfig_fmt
+
+from gpudoctor.formats import nvcc as nvcc_fmt
+
+from gpudoctor.formats import nvidia_driver as nvidia_driver_fmt
+
+from gpudoctor.formats import nvidia_smi as nvidia_smi_fmt
+
+from gpudoctor.formats import os_release as os_release_fmt
+from gpudoctor.formats._text import ParseError
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "data", "parsers")
@@ -69,21 +86,21 @@ def run_tool(argv, what):
 # --------------------------------------------------------------------------
 
 def test_proc_driver_open_capture():
-    r = P.parse_proc_driver_version(cap("proc_driver.out"))
+    r = nvidia_driver_fmt.parse_proc_driver_version(cap("proc_driver.out"))
     assert r == {"version": "580.159.04", "flavor": "open", "arch": "x86_64", "build_gcc": "15.3.0"}
 
 
 def test_proc_driver_proprietary():
     text = ("NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.183.01  Sun May 12 19:39:15 UTC 2024\n"
             "GCC version:  gcc version 12.3.0 (Ubuntu 12.3.0-1ubuntu1~22.04)\n")
-    r = P.parse_proc_driver_version(text)
+    r = nvidia_driver_fmt.parse_proc_driver_version(text)
     assert r == {"version": "535.183.01", "flavor": "proprietary", "arch": "x86_64", "build_gcc": "12.3.0"}
 
 
 def test_proc_driver_absent():
-    assert P.parse_proc_driver_version("") is None
-    assert P.parse_proc_driver_version("GCC version:  gcc version 12.3.0\n") is None
-    assert P.parse_proc_driver_version("NVRM version: NVIDIA UNIX x86_64 Kernel Module\n") is None
+    assert nvidia_driver_fmt.parse_proc_driver_version("") is None
+    assert nvidia_driver_fmt.parse_proc_driver_version("GCC version:  gcc version 12.3.0\n") is None
+    assert nvidia_driver_fmt.parse_proc_driver_version("NVRM version: NVIDIA UNIX x86_64 Kernel Module\n") is None
 
 
 # --------------------------------------------------------------------------
@@ -94,23 +111,23 @@ NVCC13 = {"release": "13.0", "version": "13.0.88", "build": "cuda_13.0.r13.0/com
 
 
 def test_nvcc_version_capture():
-    assert P.parse_nvcc_version(cap("nvcc_version.out")) == NVCC13
+    assert nvcc_fmt.parse_nvcc_version(cap("nvcc_version.out")) == NVCC13
 
 
 def test_nvcc_version_local_cuda13():
-    assert P.parse_nvcc_version(run_tool(["/usr/local/cuda/bin/nvcc", "--version"], "CUDA 13 nvcc")) == NVCC13
+    assert nvcc_fmt.parse_nvcc_version(run_tool(["/usr/local/cuda/bin/nvcc", "--version"], "CUDA 13 nvcc")) == NVCC13
 
 
 def test_nvcc_version_local_debian_118():
-    r = P.parse_nvcc_version(run_tool(["/usr/bin/nvcc", "--version"], "Debian CUDA 11.8 nvcc (apt)"))
+    r = nvcc_fmt.parse_nvcc_version(run_tool(["/usr/bin/nvcc", "--version"], "Debian CUDA 11.8 nvcc (apt)"))
     assert r == {"release": "11.8", "version": "11.8.89", "build": "cuda_11.8.r11.8/compiler.31833905_0"}
 
 
 def test_nvcc_version_absent():
-    assert P.parse_nvcc_version("") is None
-    assert P.parse_nvcc_version("bash: nvcc: command not found") is None
+    assert nvcc_fmt.parse_nvcc_version("") is None
+    assert nvcc_fmt.parse_nvcc_version("bash: nvcc: command not found") is None
     # very old nvcc: no Build line
-    r = P.parse_nvcc_version("Cuda compilation tools, release 8.0, V8.0.61\n")
+    r = nvcc_fmt.parse_nvcc_version("Cuda compilation tools, release 8.0, V8.0.61\n")
     assert r == {"release": "8.0", "version": "8.0.61", "build": None}
 
 
@@ -119,25 +136,25 @@ CODES13 = ["sm_75", "sm_80", "sm_86", "sm_87", "sm_88", "sm_89", "sm_90", "sm_10
 
 
 def test_gpu_code_list_capture():
-    assert P.parse_gpu_code_list(cap("nvcc_codes.out")) == CODES13
-    assert P.parse_gpu_code_list(cap("nvcc_archs.out")) == [c.replace("sm_", "compute_") for c in CODES13]
+    assert nvcc_fmt.parse_gpu_code_list(cap("nvcc_codes.out")) == CODES13
+    assert nvcc_fmt.parse_gpu_code_list(cap("nvcc_archs.out")) == [c.replace("sm_", "compute_") for c in CODES13]
 
 
 def test_gpu_code_list_local():
-    assert P.parse_gpu_code_list(run_tool(["/usr/local/cuda/bin/nvcc", "--list-gpu-code"], "CUDA 13 nvcc")) == CODES13
-    arch = P.parse_gpu_code_list(run_tool(["/usr/local/cuda/bin/nvcc", "--list-gpu-arch"], "CUDA 13 nvcc"))
+    assert nvcc_fmt.parse_gpu_code_list(run_tool(["/usr/local/cuda/bin/nvcc", "--list-gpu-code"], "CUDA 13 nvcc")) == CODES13
+    arch = nvcc_fmt.parse_gpu_code_list(run_tool(["/usr/local/cuda/bin/nvcc", "--list-gpu-arch"], "CUDA 13 nvcc"))
     assert arch[0] == "compute_75" and "compute_90" in arch
 
 
 def test_gpu_code_list_local_118():
-    codes = P.parse_gpu_code_list(run_tool(["/usr/bin/nvcc", "--list-gpu-code"], "Debian CUDA 11.8 nvcc (apt)"))
+    codes = nvcc_fmt.parse_gpu_code_list(run_tool(["/usr/bin/nvcc", "--list-gpu-code"], "Debian CUDA 11.8 nvcc (apt)"))
     assert codes[0] == "sm_35" and codes[-1] == "sm_90" and len(codes) == 16
 
 
 def test_gpu_code_list_dedup_and_junk():
-    assert P.parse_gpu_code_list("sm_90\nsm_90a\nsm_90\nfoo\ncompute_90 , lto_90\n sm_\n") == [
+    assert nvcc_fmt.parse_gpu_code_list("sm_90\nsm_90a\nsm_90\nfoo\ncompute_90 , lto_90\n sm_\n") == [
         "sm_90", "sm_90a", "compute_90", "lto_90"]
-    assert P.parse_gpu_code_list("") == []
+    assert nvcc_fmt.parse_gpu_code_list("") == []
 
 
 # --------------------------------------------------------------------------
@@ -145,7 +162,7 @@ def test_gpu_code_list_dedup_and_junk():
 # --------------------------------------------------------------------------
 
 def test_host_config_cuda13_local():
-    r = P.parse_host_config(local(CUDA13_HOST_CONFIG))
+    r = nvcc_fmt.parse_host_config(local(CUDA13_HOST_CONFIG))
     assert r == {"max_gcc": 15, "min_gcc": None, "max_clang": 20, "min_clang": 3,
                  "max_msvc": 1949, "min_msvc": 1920}
 
@@ -154,14 +171,14 @@ def test_host_config_cuda118_local():
     path = next((p for p in CUDA118_HOST_CONFIGS if os.path.exists(p)), None)
     if path is None:
         pytest.skip("Debian CUDA 11.8 host_config.h (apt nvidia-cuda-toolkit) not installed")
-    r = P.parse_host_config(_read(path))
+    r = nvcc_fmt.parse_host_config(_read(path))
     assert r == {"max_gcc": 11, "min_gcc": None, "max_clang": 14, "min_clang": 3,
                  "max_msvc": 1939, "min_msvc": 1910}
 
 
 def test_host_config_grep_capture():
     # hostcfg.out is `grep -n __GNUC__ host_config.h` from the H100 host
-    r = P.parse_host_config(cap("hostcfg.out"))
+    r = nvcc_fmt.parse_host_config(cap("hostcfg.out"))
     assert r["max_gcc"] == 15 and r["max_clang"] is None
 
 
@@ -186,7 +203,7 @@ def test_host_config_ignores_non_error_checks():
 #endif
 #endif
 """
-    r = P.parse_host_config(text)
+    r = nvcc_fmt.parse_host_config(text)
     assert r["max_gcc"] is None and r["min_gcc"] == 6
     # only the special-purpose Horizon clang check exists: used as fallback
     assert r["max_clang"] == 29
@@ -194,7 +211,7 @@ def test_host_config_ignores_non_error_checks():
 
 
 def test_host_config_empty():
-    assert P.parse_host_config("") == {k: None for k in
+    assert nvcc_fmt.parse_host_config("") == {k: None for k in
                                        ("max_gcc", "min_gcc", "max_clang", "min_clang", "max_msvc", "min_msvc")}
 
 
@@ -203,48 +220,48 @@ def test_host_config_empty():
 # --------------------------------------------------------------------------
 
 def test_cudnn_header_pip():
-    assert P.parse_cudnn_version_header(data("cudnn_version_pip_cu12_9.28.0.h")) == (9, 28, 0)
+    assert cudnn_fmt.parse_cudnn_version_header(data("cudnn_version_pip_cu12_9.28.0.h")) == (9, 28, 0)
 
 
 def test_cudnn_header_v7_style():
     text = ("#if !defined(CUDNN_H_)\n#define CUDNN_H_\n\n#define CUDNN_MAJOR 7\n"
             "#define CUDNN_MINOR 6\n#define CUDNN_PATCHLEVEL 5\n\n"
             "#define CUDNN_VERSION (CUDNN_MAJOR * 1000 + CUDNN_MINOR * 100 + CUDNN_PATCHLEVEL)\n")
-    assert P.parse_cudnn_version_header(text) == (7, 6, 5)
+    assert cudnn_fmt.parse_cudnn_version_header(text) == (7, 6, 5)
 
 
 def test_cudnn_header_incomplete():
-    assert P.parse_cudnn_version_header("#define CUDNN_MAJOR 9\n#define CUDNN_MINOR 1\n") is None
-    assert P.parse_cudnn_version_header("") is None
+    assert cudnn_fmt.parse_cudnn_version_header("#define CUDNN_MAJOR 9\n#define CUDNN_MINOR 1\n") is None
+    assert cudnn_fmt.parse_cudnn_version_header("") is None
 
 
 def test_cudnn_int_capture():
     n = int(cap("cudnn_ver.out").split()[-1])
-    assert P.cudnn_version_from_int(n) == "9.19.0"
+    assert cudnn_fmt.cudnn_version_from_int(n) == "9.19.0"
 
 
 @pytest.mark.parametrize("n,expected", [(91900, "9.19.0"), (90100, "9.1.0"), (92800, "9.28.0"),
                                         (8907, "8.9.7"), (8600, "8.6.0"), (7605, "7.6.5")])
 def test_cudnn_int(n, expected):
-    assert P.cudnn_version_from_int(n) == expected
+    assert cudnn_fmt.cudnn_version_from_int(n) == expected
 
 
 @pytest.mark.parametrize("bad", [-1, 50000, True, "91900", None, 9.1])
 def test_cudnn_int_bad(bad):
     with pytest.raises(ParseError):
-        P.cudnn_version_from_int(bad)
+        cudnn_fmt.cudnn_version_from_int(bad)
 
 
 @pytest.mark.parametrize("n,expected", [(13000, "13.0"), (12020, "12.2"), (13030, "13.3"),
                                         (11080, "11.8"), (12090, "12.9")])
 def test_cuda_int(n, expected):
-    assert P.cuda_version_from_int(n) == expected
+    assert nvidia_driver_fmt.cuda_version_from_int(n) == expected
 
 
 @pytest.mark.parametrize("bad", [-13000, False, "13000", None])
 def test_cuda_int_bad(bad):
     with pytest.raises(ParseError):
-        P.cuda_version_from_int(bad)
+        nvidia_driver_fmt.cuda_version_from_int(bad)
 
 
 # --------------------------------------------------------------------------
@@ -252,7 +269,7 @@ def test_cuda_int_bad(bad):
 # --------------------------------------------------------------------------
 
 def test_ldconfig_capture():
-    rows = P.parse_ldconfig_p(cap("ldconfig.out"))
+    rows = ldconfig_fmt.parse_ldconfig_p(cap("ldconfig.out"))
     assert len(rows) == 178
     assert rows[0] == {"soname": "libvdpau_nvidia.so.1", "arch": "libc6,x86-64", "extra": None,
                        "path": "/usr/local/nvidia/lib64/libvdpau_nvidia.so.1"}
@@ -262,7 +279,7 @@ def test_ldconfig_capture():
 
 def test_ldconfig_local():
     text = run_tool(["ldconfig", "-p"], "ldconfig")
-    rows = P.parse_ldconfig_p(text)
+    rows = ldconfig_fmt.parse_ldconfig_p(text)
     header = text.splitlines()[0]
     assert header.endswith("found in cache `/etc/ld.so.cache'")
     assert len(rows) == int(header.split()[0])
@@ -275,7 +292,7 @@ def test_ldconfig_extra_flags():
     text = ("2 libs found in cache `/etc/ld.so.cache'\n"
             "\tlibfoo.so.2 (libc6,x86-64, OS ABI: Linux 3.2.0) => /lib/libfoo.so.2\n"
             "\tbroken line\n\tlibbar.so (libc6) => /usr/lib/my dir/libbar.so\n")
-    assert P.parse_ldconfig_p(text) == [
+    assert ldconfig_fmt.parse_ldconfig_p(text) == [
         {"soname": "libfoo.so.2", "arch": "libc6,x86-64", "extra": "OS ABI: Linux 3.2.0", "path": "/lib/libfoo.so.2"},
         {"soname": "libbar.so", "arch": "libc6", "extra": None, "path": "/usr/lib/my dir/libbar.so"},
     ]
@@ -287,7 +304,7 @@ def test_ldconfig_extra_flags():
 
 def test_nvidia_require_cuda_capture():
     env = dict(line.split("=", 1) for line in cap("env.out").splitlines() if "=" in line)
-    r = P.parse_nvidia_require_cuda(env["NVIDIA_REQUIRE_CUDA"])
+    r = container_fmt.parse_nvidia_require_cuda(env["NVIDIA_REQUIRE_CUDA"])
     assert r["cuda"] == ">=13.0"
     assert r["unparsed"] == []
     assert len(r["constraints"]) == 60
@@ -296,9 +313,9 @@ def test_nvidia_require_cuda_capture():
 
 
 def test_nvidia_require_cuda_small():
-    assert P.parse_nvidia_require_cuda("cuda>=12.2") == {"cuda": ">=12.2", "constraints": [], "unparsed": []}
-    assert P.parse_nvidia_require_cuda("") == {"cuda": None, "constraints": [], "unparsed": []}
-    r = P.parse_nvidia_require_cuda("cuda>=11.0 arch=x86_64 junk")
+    assert container_fmt.parse_nvidia_require_cuda("cuda>=12.2") == {"cuda": ">=12.2", "constraints": [], "unparsed": []}
+    assert container_fmt.parse_nvidia_require_cuda("") == {"cuda": None, "constraints": [], "unparsed": []}
+    r = container_fmt.parse_nvidia_require_cuda("cuda>=11.0 arch=x86_64 junk")
     assert r == {"cuda": ">=11.0", "constraints": [{"arch": "x86_64"}], "unparsed": ["junk"]}
 
 
@@ -324,7 +341,7 @@ def test_nvidia_require_cuda_small():
     ("MIG-GPU-abc/1", "invalid", [], ["MIG-GPU-abc/1"], []),
 ])
 def test_cuda_visible_devices(value, kind, visible, invalid, ignored):
-    r = P.parse_cuda_visible_devices(value)
+    r = cuda_env_fmt.parse_cuda_visible_devices(value)
     assert r["set"] is (value is not None)
     assert r["raw"] == value
     assert (r["kind"], r["visible"], r["invalid"], r["ignored"]) == (kind, visible, invalid, ignored)
@@ -337,16 +354,16 @@ def test_cuda_visible_devices(value, kind, visible, invalid, ignored):
 # --------------------------------------------------------------------------
 
 def test_gcc_version_capture():
-    assert P.parse_gcc_version(cap("gcc_version.out")) == "13.3.0"
+    assert compilers_fmt.parse_gcc_version(cap("gcc_version.out")) == "13.3.0"
 
 
 def test_gcc_version_local():
-    assert P.parse_gcc_version(run_tool(["gcc", "--version"], "gcc")) == "12.2.0"
-    assert P.parse_gcc_version(run_tool(["gcc", "-dumpfullversion"], "gcc")) == "12.2.0"
+    assert compilers_fmt.parse_gcc_version(run_tool(["gcc", "--version"], "gcc")) == "12.2.0"
+    assert compilers_fmt.parse_gcc_version(run_tool(["gcc", "-dumpfullversion"], "gcc")) == "12.2.0"
 
 
 def test_gxx11_version_local():
-    assert P.parse_gcc_version(run_tool(["g++-11", "--version"], "g++-11 (apt)")) == "11.3.0"
+    assert compilers_fmt.parse_gcc_version(run_tool(["g++-11", "--version"], "g++-11 (apt)")) == "11.3.0"
 
 
 @pytest.mark.parametrize("text,expected", [
@@ -358,7 +375,7 @@ def test_gxx11_version_local():
     ("", None),
 ])
 def test_gcc_version_variants(text, expected):
-    assert P.parse_gcc_version(text) == expected
+    assert compilers_fmt.parse_gcc_version(text) == expected
 
 
 @pytest.mark.parametrize("text,expected", [
@@ -370,25 +387,25 @@ def test_gcc_version_variants(text, expected):
     ("", None),
 ])
 def test_clang_version(text, expected):
-    assert P.parse_clang_version(text) == expected
+    assert compilers_fmt.parse_clang_version(text) == expected
 
 
 def test_os_release_capture():
-    r = P.parse_os_release(cap("os_release.out"))
+    r = os_release_fmt.parse_os_release(cap("os_release.out"))
     assert (r["ID"], r["VERSION_ID"], r["PRETTY_NAME"], r["ID_LIKE"]) == (
         "ubuntu", "24.04", "Ubuntu 24.04.3 LTS", "debian")
 
 
 def test_os_release_local():
-    r = P.parse_os_release(local("/etc/os-release"))
+    r = os_release_fmt.parse_os_release(local("/etc/os-release"))
     assert r["ID"] == "debian" and r["VERSION_ID"] == "12" and r["ID_LIKE"] is None
 
 
 def test_os_release_quoting():
-    r = P.parse_os_release('# c\nID="rhel"\nID_LIKE="fedora"\nNAME=\'My OS\'\nX="a \\"b\\""\nbad line\n')
+    r = os_release_fmt.parse_os_release('# c\nID="rhel"\nID_LIKE="fedora"\nNAME=\'My OS\'\nX="a \\"b\\""\nbad line\n')
     assert r["ID"] == "rhel" and r["ID_LIKE"] == "fedora" and r["NAME"] == "My OS" and r["X"] == 'a "b"'
     assert r["VERSION_ID"] is None and r["PRETTY_NAME"] is None
-    assert P.parse_os_release("") == {"ID": None, "VERSION_ID": None, "PRETTY_NAME": None, "ID_LIKE": None}
+    assert os_release_fmt.parse_os_release("") == {"ID": None, "VERSION_ID": None, "PRETTY_NAME": None, "ID_LIKE": None}
 
 
 # --------------------------------------------------------------------------
@@ -396,7 +413,7 @@ def test_os_release_quoting():
 # --------------------------------------------------------------------------
 
 def test_nvidia_smi_xml_capture():
-    r = P.parse_nvidia_smi_xml(cap("nvidia_smi_qx.out"))
+    r = nvidia_smi_fmt.parse_nvidia_smi_xml(cap("nvidia_smi_qx.out"))
     assert r["driver_version"] == "580.159.04"
     assert r["cuda_version"] == "13.0"
     assert len(r["gpus"]) == 1
@@ -422,7 +439,7 @@ def test_nvidia_smi_xml_compute_cap_and_na():
             "<nvidia_smi_log><driver_version>535.1</driver_version><cuda_version>N/A</cuda_version>"
             "<gpu id=\"00000000:01:00.0\"><product_name>X</product_name><compute_cap>9.0</compute_cap>"
             "<mig_mode><current_mig>N/A</current_mig></mig_mode></gpu></nvidia_smi_log>")
-    r = P.parse_nvidia_smi_xml(text)
+    r = nvidia_smi_fmt.parse_nvidia_smi_xml(text)
     assert r["cuda_version"] is None
     g = r["gpus"][0]
     assert g["compute_cap"] == "9.0" and g["pci_bus_id"] == "00000000:01:00.0" and g["mig_mode"] is None
@@ -432,7 +449,7 @@ def test_nvidia_smi_xml_compute_cap_and_na():
 def test_nvidia_smi_xml_truncated():
     text = cap("nvidia_smi_qx.out")
     with pytest.raises(ParseError):
-        P.parse_nvidia_smi_xml(text[: len(text) // 2])
+        nvidia_smi_fmt.parse_nvidia_smi_xml(text[: len(text) // 2])
 
 
 @pytest.mark.parametrize("text", [
@@ -450,16 +467,16 @@ def test_nvidia_smi_xml_truncated():
 ])
 def test_nvidia_smi_xml_rejects(text):
     with pytest.raises(ParseError):
-        P.parse_nvidia_smi_xml(text)
+        nvidia_smi_fmt.parse_nvidia_smi_xml(text)
 
 
 def test_nvidia_smi_xml_rejects_huge():
     with pytest.raises(ParseError):
-        P.parse_nvidia_smi_xml("<nvidia_smi_log>" + " " * (P.MAX_XML + 1))
+        nvidia_smi_fmt.parse_nvidia_smi_xml("<nvidia_smi_log>" + " " * (nvidia_smi_fmt.MAX_XML + 1))
 
 
 def test_nvidia_smi_L_capture():
-    assert P.parse_nvidia_smi_L(cap("nvidia_smi_L.out")) == [
+    assert nvidia_smi_fmt.parse_nvidia_smi_L(cap("nvidia_smi_L.out")) == [
         {"index": 0, "name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-23a74986-f221-396f-b53a-6b6bbca65897",
          "mig_devices": []}]
 
@@ -469,18 +486,18 @@ def test_nvidia_smi_L_mig():
             "  MIG 3g.20gb     Device  0: (UUID: MIG-c6d4f1ef-42e4-5de3-91c7-45d71c87eb3f)\n"
             "  MIG 1g.5gb      Device  1: (UUID: MIG-GPU-5fd4ed3c-eb1a-4b1d-ab7c-1d3a4d7c6b1a/2/0)\n"
             "GPU 1: NVIDIA A100-SXM4-40GB (UUID: GPU-0000)\n")
-    r = P.parse_nvidia_smi_L(text)
+    r = nvidia_smi_fmt.parse_nvidia_smi_L(text)
     assert [g["index"] for g in r] == [0, 1]
     assert r[0]["mig_devices"] == [
         {"index": 0, "name": "3g.20gb", "uuid": "MIG-c6d4f1ef-42e4-5de3-91c7-45d71c87eb3f"},
         {"index": 1, "name": "1g.5gb", "uuid": "MIG-GPU-5fd4ed3c-eb1a-4b1d-ab7c-1d3a4d7c6b1a/2/0"}]
     assert r[1]["mig_devices"] == []
-    assert P.parse_nvidia_smi_L(data("nvidia_smi_not_loaded.txt")) == []
+    assert nvidia_smi_fmt.parse_nvidia_smi_L(data("nvidia_smi_not_loaded.txt")) == []
 
 
 def test_nvidia_smi_error_fixtures():
-    assert P.parse_nvidia_smi_error(data("nvidia_smi_not_loaded.txt")) == "driver_not_loaded"
-    assert P.parse_nvidia_smi_error(data("nvidia_smi_nvml_not_found.txt")) == "nvml_not_found"
+    assert nvidia_smi_fmt.parse_nvidia_smi_error(data("nvidia_smi_not_loaded.txt")) == "driver_not_loaded"
+    assert nvidia_smi_fmt.parse_nvidia_smi_error(data("nvidia_smi_nvml_not_found.txt")) == "nvml_not_found"
 
 
 def test_nvidia_smi_error_live_broken_host():
@@ -488,7 +505,7 @@ def test_nvidia_smi_error_live_broken_host():
     out = run_tool(["nvidia-smi"], "nvidia-smi (apt, driver 535 user space)")
     if os.path.exists("/proc/driver/nvidia/version"):
         pytest.skip("an NVIDIA kernel module is loaded here; nvidia-smi does not fail")
-    assert P.parse_nvidia_smi_error(out) == "driver_not_loaded"
+    assert nvidia_smi_fmt.parse_nvidia_smi_error(out) == "driver_not_loaded"
 
 
 @pytest.mark.parametrize("text,reason", [
@@ -499,12 +516,12 @@ def test_nvidia_smi_error_live_broken_host():
     ("", None),
 ])
 def test_nvidia_smi_error_strings(text, reason):
-    assert P.parse_nvidia_smi_error(text) == reason
+    assert nvidia_smi_fmt.parse_nvidia_smi_error(text) == reason
 
 
 def test_nvidia_smi_error_success_output():
-    assert P.parse_nvidia_smi_error(cap("nvidia_smi.out")) is None
-    assert P.parse_nvidia_smi_error(cap("nvidia_smi_L.out")) is None
+    assert nvidia_smi_fmt.parse_nvidia_smi_error(cap("nvidia_smi.out")) is None
+    assert nvidia_smi_fmt.parse_nvidia_smi_error(cap("nvidia_smi_L.out")) is None
 
 
 # --------------------------------------------------------------------------
@@ -526,12 +543,12 @@ def test_nvidia_smi_error_success_output():
     (b"libcuda.so.580.159.04", "580.159.04"),
 ])
 def test_version_from_soname(name, expected):
-    assert P.version_from_soname(name) == expected
+    assert nvidia_driver_fmt.version_from_soname(name) == expected
 
 
 def test_version_from_soname_ldconfig_capture():
-    rows = P.parse_ldconfig_p(cap("ldconfig.out"))
-    vers = {r["soname"]: P.version_from_soname(r["path"]) for r in rows}
+    rows = ldconfig_fmt.parse_ldconfig_p(cap("ldconfig.out"))
+    vers = {r["soname"]: nvidia_driver_fmt.version_from_soname(r["path"]) for r in rows}
     assert vers["libnvrtc-builtins.so.13.0"] == "13.0"
     assert vers["libnvrtc.so"] is None
 
@@ -540,7 +557,7 @@ def test_version_from_soname_local_nvml():
     path = "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1"
     if not os.path.exists(path):
         pytest.skip("driver-535 user space libnvidia-ml (apt) not installed")
-    v = P.version_from_soname(os.path.realpath(path))
+    v = nvidia_driver_fmt.version_from_soname(os.path.realpath(path))
     assert v is not None and v.startswith("535.")
 
 
@@ -549,12 +566,12 @@ def test_version_from_soname_local_nvml():
 # --------------------------------------------------------------------------
 
 TEXT_PARSERS = [
-    P.parse_proc_driver_version, P.parse_nvcc_version, P.parse_host_config, P.parse_gpu_code_list,
-    P.parse_cudnn_version_header, P.parse_ldconfig_p, P.parse_nvidia_require_cuda,
-    P.parse_cuda_visible_devices, P.parse_gcc_version, P.parse_clang_version, P.parse_os_release,
-    P.parse_nvidia_smi_L, P.parse_nvidia_smi_error, P.version_from_soname,
+    nvidia_driver_fmt.parse_proc_driver_version, nvcc_fmt.parse_nvcc_version, nvcc_fmt.parse_host_config, nvcc_fmt.parse_gpu_code_list,
+    cudnn_fmt.parse_cudnn_version_header, ldconfig_fmt.parse_ldconfig_p, container_fmt.parse_nvidia_require_cuda,
+    cuda_env_fmt.parse_cuda_visible_devices, compilers_fmt.parse_gcc_version, compilers_fmt.parse_clang_version, os_release_fmt.parse_os_release,
+    nvidia_smi_fmt.parse_nvidia_smi_L, nvidia_smi_fmt.parse_nvidia_smi_error, nvidia_driver_fmt.version_from_soname,
 ]
-ALL_TEXT = TEXT_PARSERS + [P.parse_nvidia_smi_xml]
+ALL_TEXT = TEXT_PARSERS + [nvidia_smi_fmt.parse_nvidia_smi_xml]
 
 
 def _call(fn, text):
@@ -587,7 +604,7 @@ def test_garbage_never_raises_and_is_fast(fn, kind):
     t0 = time.perf_counter()
     r = _call(fn, GARBAGE[kind])
     assert time.perf_counter() - t0 < 2.0
-    if fn is not P.parse_nvidia_smi_xml:
+    if fn is not nvidia_smi_fmt.parse_nvidia_smi_xml:
         assert r != "ParseError"
     else:
         assert r == "ParseError"
@@ -595,15 +612,15 @@ def test_garbage_never_raises_and_is_fast(fn, kind):
 
 def test_garbage_results_are_empty():
     for text in ("", GARBAGE["binary"]):
-        assert P.parse_proc_driver_version(text) is None
-        assert P.parse_nvcc_version(text) is None
-        assert P.parse_gpu_code_list(text) == []
-        assert P.parse_cudnn_version_header(text) is None
-        assert P.parse_ldconfig_p(text) == []
-        assert P.parse_nvidia_smi_L(text) == []
-        assert P.parse_nvidia_smi_error(text) is None
-        assert P.parse_gcc_version(text) is None
-        assert P.parse_clang_version(text) is None
+        assert nvidia_driver_fmt.parse_proc_driver_version(text) is None
+        assert nvcc_fmt.parse_nvcc_version(text) is None
+        assert nvcc_fmt.parse_gpu_code_list(text) == []
+        assert cudnn_fmt.parse_cudnn_version_header(text) is None
+        assert ldconfig_fmt.parse_ldconfig_p(text) == []
+        assert nvidia_smi_fmt.parse_nvidia_smi_L(text) == []
+        assert nvidia_smi_fmt.parse_nvidia_smi_error(text) is None
+        assert compilers_fmt.parse_gcc_version(text) is None
+        assert compilers_fmt.parse_clang_version(text) is None
 
 
 @pytest.mark.parametrize("fn", TEXT_PARSERS, ids=lambda f: f.__name__)
@@ -627,7 +644,7 @@ def test_hypothesis_only_parse_error():
                 pass
         xml = "<nvidia_smi_log>" + text + "</nvidia_smi_log>"
         try:
-            P.parse_nvidia_smi_xml(xml)
+            nvidia_smi_fmt.parse_nvidia_smi_xml(xml)
         except ParseError:
             pass
 
@@ -641,7 +658,7 @@ def test_hypothesis_ints():
     @hyp.settings(max_examples=300, deadline=None, database=None)
     @hyp.given(st.integers(min_value=-10 ** 30, max_value=10 ** 30))
     def check(n):
-        for fn in (P.cuda_version_from_int, P.cudnn_version_from_int):
+        for fn in (nvidia_driver_fmt.cuda_version_from_int, cudnn_fmt.cudnn_version_from_int):
             try:
                 assert isinstance(fn(n), str)
             except ParseError:

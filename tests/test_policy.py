@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gpudoctor.policy import PolicyError, actual_values, load_policy, parse_requirement
+from gpudoctor.rules.requirements import PolicyError, actual_values, load_policy, parse_requirement
 
 ROOT = Path(__file__).resolve().parent.parent
 H100 = json.loads((ROOT / "docs" / "examples" / "h100-check.json").read_text())

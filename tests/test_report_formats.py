@@ -6,7 +6,7 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from gpudoctor.redact import Redactor, redact
+from gpudoctor.render.redact import Redactor, redact
 from gpudoctor.render import ci_formats
 
 ROOT = Path(__file__).resolve().parent.parent

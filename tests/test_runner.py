@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import time
 
-from gpudoctor.runner import Probe, ProbeContext, run_probes
-from gpudoctor.subproc import run
+from gpudoctor.process.runner import Probe, ProbeContext, run_probes
+from gpudoctor.process.subproc import run
 
 
 def test_exception_and_hang_become_facts():

@@ -34,7 +34,7 @@ def findings(s):
 
 
 def fake_run(version, fault="", extra=FAKE_MEMORY):
-    """The real worker child (``python -m gpudoctor.worker trt-smoke``) importing the FAKE TensorRT."""
+    """The real worker child (``python -m gpudoctor.process.worker trt-smoke``) importing the FAKE TensorRT."""
     c = ctx(PYTHONPATH=FAKE, FAKE_TENSORRT_VERSION=version, FAKE_TENSORRT_FAULT=fault or None)
     return run_worker(c, "trt-smoke", "tensorrt", *extra, timeout=60)
 

@@ -198,7 +198,7 @@ def _parse_body(enum: str, body: str) -> List[Code]:
 
 
 def _site_dirs() -> List[str]:
-    from gpudoctor.libfind import site_packages_dirs
+    from gpudoctor.probes.libfind import site_packages_dirs
 
     return site_packages_dirs()
 

@@ -3,8 +3,8 @@
 For a .so, executable, .cubin or .fatbin (or every library of an installed
 package, ``--package torch``), list the SASS targets (``sm_XY``) and PTX
 (``compute_XY`` with its PTX ISA version) in its fatbinaries
-(:mod:`gpudoctor.fatbin`), then give each GPU's verdict with the CUDA loader's
-rules (:func:`gpudoctor.fatbin.coverage`):
+(:mod:`gpudoctor.formats.fatbin`), then give each GPU's verdict with the CUDA loader's
+rules (:func:`gpudoctor.formats.fatbin.coverage`):
 
 * ``sass``: a native kernel image (exact, or binary-compatible within the major);
 * ``ptx_jit``: no SASS, but PTX the driver JIT-compiles on first use, if the
@@ -14,20 +14,16 @@ rules (:func:`gpudoctor.fatbin.coverage`):
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
-from importlib import metadata
 from typing import Any, Dict, List, Optional, Sequence
 
 from packaging.version import InvalidVersion, Version
 
-from gpudoctor.fatbin import CudaBinary, CudaBinaryError, coverage, read_cuda_binary
+from gpudoctor.probes import dists
+from gpudoctor.formats.fatbin import CudaBinary, CudaBinaryError, coverage, read_cuda_binary
 from gpudoctor.matrix import Matrix
 
 __all__ = ["GpuSpec", "InspectError", "inspect_files", "package_files"]
-
-_BINARY_SUFFIXES = (".so", ".dll", ".pyd", ".cubin", ".fatbin", ".fatbin.c")
-
 
 class InspectError(ValueError):
     """Nothing could be inspected: a missing package, or no readable file."""
@@ -50,24 +46,12 @@ class _Verdict:
 
 
 def package_files(name: str) -> List[str]:
-    """The CUDA-capable files (shared libraries, cubins, fatbins) an installed distribution owns.
-
-    Read from the distribution's RECORD (``importlib.metadata``): the package is never imported.
-    Raises InspectError when no such distribution is installed.
-    """
-    try:
-        dist = metadata.distribution(name)
-    except metadata.PackageNotFoundError:
-        raise InspectError(f"no installed Python distribution named {name!r}") from None
-    out = []
-    for f in dist.files or ():
-        text = str(f)
-        base = os.path.basename(text)
-        if base.endswith(_BINARY_SUFFIXES) or ".so." in base:
-            path = str(dist.locate_file(f))
-            if os.path.isfile(path):
-                out.append(path)
-    return sorted(out)
+    """The CUDA-capable files an installed distribution owns (:func:`gpudoctor.probes.dists.package_files`).
+    Raises InspectError when no such distribution is installed."""
+    files = dists.package_files(name)
+    if files is None:
+        raise InspectError(f"no installed Python distribution named {name!r}")
+    return files
 
 
 def _ptx_isa(b: CudaBinary, arch: str) -> Optional[str]:

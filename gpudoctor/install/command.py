@@ -59,7 +59,7 @@ def plan_to_dict(plan: "Plan") -> Dict[str, Any]:
 
 def _load_report(path: str) -> Dict[str, Any]:
     """A saved report, read and checked by the same code as `gpudoctor fleet` / `compare`."""
-    from gpudoctor.fleet import load_reports
+    from gpudoctor.reports.fleet import load_reports
     from gpudoctor.install.solver import PlanError
 
     reports, errors = load_reports([path])

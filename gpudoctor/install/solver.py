@@ -21,7 +21,7 @@ from typing import Any, Iterable, List, Optional, Sequence, Tuple
 
 from packaging.version import Version
 
-from gpudoctor.fatbin import coverage
+from gpudoctor.formats.fatbin import coverage
 from gpudoctor.matrix import (
     CudaRelease, CudnnRelease, Matrix, OsInfo, TensorrtRelease, TorchBuild, TorchRelease, covers_cuda, sm_of,
 )
@@ -418,14 +418,14 @@ def solve(m: Matrix, target: Target, pins: Pins = Pins()) -> Plan:
     plan says which newer releases were passed over and why."""
     import dataclasses
 
-    for field, label, rows_of, key in _LATEST:
-        if getattr(pins, field) != "latest":
+    for part, label, rows_of, key in _LATEST:
+        if getattr(pins, part) != "latest":
             continue
         passed_over: List[str] = []
         for rec in reversed(getattr(m, rows_of)()):
             version = getattr(rec, key)
             try:  # the pin stands for "latest": minor-version compatibility stays as unpinned
-                plan = _solve_latest(m, target, dataclasses.replace(pins, **{field: version}), pins)
+                plan = _solve_latest(m, target, dataclasses.replace(pins, **{part: version}), pins)
             except PlanError as exc:
                 passed_over.append(f"{label} {version} (newer) does not fit: "
                                    f"{exc.reasons[0] if exc.reasons else exc.summary}")
@@ -439,8 +439,8 @@ def solve(m: Matrix, target: Target, pins: Pins = Pins()) -> Plan:
 
 def _solve_latest(m: Matrix, target: Target, pins: Pins, asked: Pins) -> Plan:
     """``solve`` with one "latest" resolved to a version; the other "latest" pins still resolve."""
-    for field, *_ in _LATEST:
-        if getattr(pins, field) == "latest":
+    for part, *_ in _LATEST:
+        if getattr(pins, part) == "latest":
             return solve(m, target, pins)  # resolves the next one; asked-ness of the first is kept below
     return _solve(m, target, pins, asked=asked)
 

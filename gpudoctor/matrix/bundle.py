@@ -181,7 +181,7 @@ def update(url: str, current_version: str, env: Optional[Mapping[str, str]] = No
         raise
     info = {"data_version": m.data_version, "dir": final, "source": url,
             "installed": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-    from gpudoctor.render.atomic import write_atomic
+    from gpudoctor.process.atomic import write_atomic
 
     write_atomic(os.path.join(root, "active.json"), json.dumps(info, indent=1) + "\n")
     return info

@@ -17,7 +17,7 @@ def __getattr__(name: str):
     if name == "ALL":
         import importlib
 
-        from gpudoctor.runner import Probe
+        from gpudoctor.process.runner import Probe
 
         all_ = tuple(Probe(n, area, importlib.import_module(f"gpudoctor.probes.{n}").probe, budget)
                      for n, area, budget in _NAMES)

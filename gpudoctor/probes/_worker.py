@@ -1,12 +1,12 @@
-"""Run a :mod:`gpudoctor.worker` task in a child Python and return its JSON (or why it failed)."""
+"""Run a :mod:`gpudoctor.process.worker` task in a child Python and return its JSON (or why it failed)."""
 from __future__ import annotations
 
 import json
 import os
 import threading
 
-from gpudoctor import problems, subproc
-from gpudoctor.subproc import run
+from gpudoctor.process import problems, subproc
+from gpudoctor.process.subproc import run
 
 _PKG_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _prestarted: dict = {}
@@ -16,7 +16,7 @@ _lock = threading.Lock()
 def _argv_env(python: str, env, task: str, args=()):
     env = dict(env)
     env["PYTHONPATH"] = _PKG_PARENT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    return [python, "-m", "gpudoctor.worker", task, *args], env
+    return [python, "-m", "gpudoctor.process.worker", task, *args], env
 
 
 def _key(python, env, task, args) -> tuple:
@@ -48,7 +48,7 @@ def discard_prestarted() -> None:
 
 def run_worker(ctx, task: str, *args: str, timeout: float = None) -> dict:
     """The child's JSON result; ``{"worker_error": "...", "stderr_tail", "problems": [record]}`` when it
-    crashed, hung or printed no JSON (the record names the child's command: ``python -m gpudoctor.worker TASK``)."""
+    crashed, hung or printed no JSON (the record names the child's command: ``python -m gpudoctor.process.worker TASK``)."""
     with _lock:
         started = _prestarted.pop(_key(ctx.python, ctx.env, task, args), None)
     if started is not None:
@@ -71,14 +71,14 @@ def _problem(ctx, task, args, res, unparsable=None) -> dict:
     rec = res.problem(unparsable=unparsable) or {}
     # The path users recognise is what the child was asked about (a library), else the interpreter.
     rec = dict(rec, path=args[0] if len(args) == 1 and os.path.isabs(args[0]) else ctx.python,
-               command=f"{ctx.python} -m gpudoctor.worker {task}" + (" ..." if args else ""))
+               command=f"{ctx.python} -m gpudoctor.process.worker {task}" + (" ..." if args else ""))
     rec.setdefault("kind", "exit")
-    rec.setdefault("what", f"python -m gpudoctor.worker {task} failed")
+    rec.setdefault("what", f"python -m gpudoctor.process.worker {task} failed")
     return rec
 
 
 def ask_libraries(ctx, paths) -> dict:
-    """``{path: versions}`` from :func:`gpudoctor.worker.task_libversions`, one child per library:
+    """``{path: versions}`` from :func:`gpudoctor.process.worker.task_libversions`, one child per library:
     two copies with one SONAME in one process would resolve each other's dependencies
     (seen: a pip cuDNN 9.19 shim reporting the system 9.14 after both were loaded)."""
     from concurrent.futures import ThreadPoolExecutor

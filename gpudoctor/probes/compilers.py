@@ -8,8 +8,8 @@ import re
 import shutil
 from concurrent.futures import ThreadPoolExecutor
 
-from gpudoctor import parsers
-from gpudoctor.subproc import run
+from gpudoctor.formats import compilers as compilers_fmt
+from gpudoctor.process.subproc import run
 
 _VERSIONED = re.compile(r"^(g\+\+|clang\+\+)-(\d+)(?:\.\d+)?$")
 
@@ -18,7 +18,7 @@ def _version(path: str, timeout: float, env=None):
     """(version, error, problem record): what ``path --version`` says, or why it said nothing usable."""
     res = run([path, "--version"], timeout=timeout, env=env)
     text = res.stdout if res.ok else ""
-    v = (parsers.parse_clang_version(text) if "clang" in text.lower() else parsers.parse_gcc_version(text)) if text else None
+    v = (compilers_fmt.parse_clang_version(text) if "clang" in text.lower() else compilers_fmt.parse_gcc_version(text)) if text else None
     if v:
         return v, None, None
     rec = res.problem(unparsable="compiler version")

@@ -1,8 +1,8 @@
 """CUDA driver and runtime API facts (cuda-python, in a child process) and every libcudart copy."""
 from __future__ import annotations
 
-from gpudoctor import parsers
-from gpudoctor.libfind import index_for
+from gpudoctor.formats import nvidia_driver as nvidia_driver_fmt
+from gpudoctor.probes.libfind import index_for
 from gpudoctor.probes._worker import ask_libraries, run_worker
 
 
@@ -21,8 +21,8 @@ def probe(ctx) -> dict:
     sonames = sorted({f"libcudart.so.{c.version.split('.')[0]}" for c in copies if c.version})
     return {
         "api": api,
-        "driver_cuda_version": parsers.cuda_version_from_int(drv) if drv else None,
-        "runtime_version": parsers.cuda_version_from_int(rt) if rt else None,
+        "driver_cuda_version": nvidia_driver_fmt.cuda_version_from_int(drv) if drv else None,
+        "runtime_version": nvidia_driver_fmt.cuda_version_from_int(rt) if rt else None,
         "libcudart": [_with_api_version(c.to_dict(), asked.get(c.realpath) or {}) for c in copies],
         "libcudart_loaded": {s: idx.loader_pick(s) for s in sonames},
     }
@@ -31,7 +31,7 @@ def probe(ctx) -> dict:
 def _with_api_version(copy: dict, asked: dict) -> dict:
     v = asked.get("cudaRuntimeGetVersion")
     if v:
-        copy["version"] = parsers.cuda_version_from_int(v)
+        copy["version"] = nvidia_driver_fmt.cuda_version_from_int(v)
         copy["version_from"] = "cudaRuntimeGetVersion"
     elif asked.get("load_error"):
         copy["load_error"] = asked["load_error"]

@@ -11,10 +11,12 @@ import glob
 import os
 import re
 
-from gpudoctor import parsers
-from gpudoctor.libfind import index_for
+from gpudoctor.formats import cudnn as cudnn_fmt
+
+from gpudoctor.formats import nvidia_driver as nvidia_driver_fmt
+from gpudoctor.probes.libfind import index_for
 from gpudoctor.probes._worker import ask_libraries
-from gpudoctor.problems import read_text
+from gpudoctor.process.problems import read_text
 
 _WHEEL_CUDA = re.compile(r"nvidia-cudnn-cu(\d+)")
 HEADER_DIRS = ("/usr/include", "/usr/include/x86_64-linux-gnu", "/usr/local/include")
@@ -47,16 +49,16 @@ def probe(ctx) -> dict:
         got = api.get(c.realpath) or {}
         info["api"] = got
         if "cudnnGetVersion" in got:
-            info["api_version"] = parsers.cudnn_version_from_int(got["cudnnGetVersion"])
+            info["api_version"] = cudnn_fmt.cudnn_version_from_int(got["cudnnGetVersion"])
         built = got.get("cudnnGetCudartVersion")
         m = _WHEEL_CUDA.match(c.package or "")
         info["built_for_cuda_major"] = int(m.group(1)) if m else (built // 1000 if built else None)
-        info["built_for_cuda"] = parsers.cuda_version_from_int(built) if built else None
+        info["built_for_cuda"] = nvidia_driver_fmt.cuda_version_from_int(built) if built else None
         libs.append(info)
     headers, problems = [], []
     for h in _header_candidates(idx):
         text = read_text(h, problems, limit=65536)
-        v = parsers.parse_cudnn_version_header(text) if text is not None else None
+        v = cudnn_fmt.parse_cudnn_version_header(text) if text is not None else None
         headers.append({"path": h, "version": ".".join(map(str, v)) if v else None})
     majors = sorted({(c.version or "").split(".")[0] for c in copies if c.version})
     return {

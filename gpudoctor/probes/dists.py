@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from typing import Dict, Optional
+from typing import Dict, List, Optional
 
 _DIR = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._]*?)-(?P<version>[^-]+?)(?:-py\d[\d.]*)?(?:-[^-]+)?\.(?:dist|egg)-info$")
 
@@ -57,3 +57,28 @@ def version(ctx, *names: str):
 def path(ctx, name: str) -> Optional[str]:
     d = installed(ctx).get(normalize(name))
     return d["path"] if d else None
+
+
+_BINARY_SUFFIXES = (".so", ".dll", ".pyd", ".cubin", ".fatbin", ".fatbin.c")
+
+
+def package_files(name: str) -> Optional[List[str]]:
+    """The CUDA-capable files (shared libraries, cubins, fatbins) an installed distribution owns,
+    sorted; None when no distribution of that name is installed.
+
+    Read from the distribution's RECORD (``importlib.metadata``): the package is never imported.
+    """
+    from importlib import metadata
+
+    try:
+        dist = metadata.distribution(name)
+    except metadata.PackageNotFoundError:
+        return None
+    out = []
+    for f in dist.files or ():
+        base = os.path.basename(str(f))
+        if base.endswith(_BINARY_SUFFIXES) or ".so." in base:
+            path = str(dist.locate_file(f))
+            if os.path.isfile(path):
+                out.append(path)
+    return sorted(out)

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import os
 
-from gpudoctor import parsers
-from gpudoctor.libfind import index_for
+from gpudoctor.formats import nvidia_driver as nvidia_driver_fmt
+
+from gpudoctor.formats import nvidia_smi as nvidia_smi_fmt
+from gpudoctor.probes.libfind import index_for
 from gpudoctor.probes._worker import run_worker
-from gpudoctor.problems import read_text
-from gpudoctor.subproc import run
+from gpudoctor.process.problems import read_text
+from gpudoctor.process.subproc import run
 
 # NVML return codes (nvml.h, NVML API Reference "nvmlReturn_t") mapped to what they mean for a user.
 
@@ -74,17 +76,17 @@ def nvidia_smi(ctx) -> dict:
     if not path:
         return {"path": None}
     res = run([path, "--query-gpu=driver_version,name", "--format=csv,noheader"], timeout=ctx.timeout, env=ctx.env)
-    rows = parsers.parse_smi_query_csv(res.stdout) if res.ok else []
+    rows = nvidia_smi_fmt.parse_smi_query_csv(res.stdout) if res.ok else []
     rec = res.problem(unparsable="GPU rows (driver_version, name)") if not rows else None
     return {"path": path, "driver_versions": sorted({r[0] for r in rows}), "gpus": [r[1] for r in rows],
             "returncode": res.returncode, "last_line": res.last_line() if not res.ok else None,
             # nvidia-smi's own words for a driver failure ("couldn't communicate with the NVIDIA driver", ...)
-            "failure_reason": parsers.parse_nvidia_smi_error(res.output) if not res.ok else None,
+            "failure_reason": nvidia_smi_fmt.parse_nvidia_smi_error(res.output) if not res.ok else None,
             "problems": [rec] if rec else []}
 
 
 def nvml_snapshot(ctx) -> dict:
-    """NVML's view, computed once per run in a child process (:func:`gpudoctor.worker.task_nvml`:
+    """NVML's view, computed once per run in a child process (:func:`gpudoctor.process.worker.task_nvml`:
     nvidia-ml-py's import and a hung driver call stay out of this process): ``{"status":
     "ok"|"error"|"unavailable", "error", "error_code", "reason", "driver_version", "cuda_driver_version",
     "nvml_version", "gpus"}``; a child that crashed or hung is ``status: error, reason: worker_failed``
@@ -119,10 +121,10 @@ def _facts(ctx, idx, problems) -> dict:
     proc = read_text("/proc/driver/nvidia/version", problems)
     nvml_pick = idx.loader_pick("libnvidia-ml.so.1")
     cuda_pick = idx.loader_pick("libcuda.so.1")
-    user_space = parsers.version_from_soname(os.path.basename(os.path.realpath(nvml_pick))) if nvml_pick else None
+    user_space = nvidia_driver_fmt.version_from_soname(os.path.basename(os.path.realpath(nvml_pick))) if nvml_pick else None
     return {
         "nvml": nvml_snapshot(ctx),
-        "kernel_module": parsers.parse_proc_driver_version(proc) if proc else None,
+        "kernel_module": nvidia_driver_fmt.parse_proc_driver_version(proc) if proc else None,
         "libnvidia_ml": [c.to_dict() for c in idx.copies("libnvidia-ml")],
         "libnvidia_ml_loaded": nvml_pick,
         "libcuda": [c.to_dict() for c in idx.copies("libcuda")],

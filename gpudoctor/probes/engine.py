@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 
-from gpudoctor.engine_plan import PlanFormatError, read_plan_header
+from gpudoctor.formats.engine_plan import PlanFormatError, read_plan_header
 
 
 #: Runtimes asked, in this order: the full TensorRT, then the lean and dispatch runtimes.
@@ -17,9 +17,9 @@ RUNTIMES = ("tensorrt", "tensorrt_bindings", "tensorrt_lean", "tensorrt_lean_bin
 def probe(ctx) -> dict:
     """``{"engines": [{"path", "header": {...}, "runtime_answer": {...}?} | {"path", "error", "reason"}]}``
     (empty without --engine). When a real TensorRT runtime is importable, it is asked to deserialize each
-    plan in a child process (:func:`gpudoctor.worker.task_trt_deserialize`): ``runtime_answer`` holds
+    plan in a child process (:func:`gpudoctor.process.worker.task_trt_deserialize`): ``runtime_answer`` holds
     whether it loaded and TensorRT's own messages, beside the header's facts."""
-    from gpudoctor.inspect.engine import header_facts
+    from gpudoctor.formats.engine_plan import header_facts
 
     out = []
     runtime = None

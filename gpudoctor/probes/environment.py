@@ -4,9 +4,7 @@ from __future__ import annotations
 import os
 import re
 
-from gpudoctor import parsers
-
-# A directory name that states a CUDA version: /usr/local/cuda-10.1/lib64, .../cuda/12.4/..., nvidia/cu13/lib
+from gpudoctor.formats import cuda_env as cuda_env_fmt
 _CUDA_DIR_VERSION = re.compile(r"cuda[-_/]?(\d{1,2}\.\d)(?![\d])", re.IGNORECASE)
 
 TOOL_VARS = ("CUDA_HOME", "CUDA_PATH", "CUDA_ROOT", "CUDAHOSTCXX", "NVCC_CCBIN", "NVCC_APPEND_FLAGS",
@@ -40,12 +38,15 @@ def _path_entries(value: str):
 
 def probe(ctx) -> dict:
     """``{"cuda_visible_devices": parsed, "ld_library_path": [{index, path, exists, cuda_version}],
-    "path": [... entries holding nvcc ...], "vars": {name: value}}``."""
+    "path": [... entries holding nvcc ...], "vars": {name: value},
+    "var_cuda_versions": {"CUDA_HOME": "12.4", ...}}`` (the CUDA release a path variable names)."""
     path_entries = [e for e in _path_entries(ctx.env.get("PATH", ""))
                     if e["exists"] and os.path.exists(os.path.join(e["path"], "nvcc"))]
     return {
-        "cuda_visible_devices": parsers.parse_cuda_visible_devices(ctx.env.get("CUDA_VISIBLE_DEVICES")),
+        "cuda_visible_devices": cuda_env_fmt.parse_cuda_visible_devices(ctx.env.get("CUDA_VISIBLE_DEVICES")),
         "ld_library_path": _path_entries(ctx.env.get("LD_LIBRARY_PATH", "")),
         "path_cuda_entries": path_entries,
         "vars": {k: ctx.env[k] for k in TOOL_VARS if k in ctx.env},
+        "var_cuda_versions": {k: v for k in ("CUDA_HOME", "CUDA_PATH") if k in ctx.env
+                              for v in [cuda_version_in_path(ctx.env[k])] if v},
     }

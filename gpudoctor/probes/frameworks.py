@@ -16,7 +16,7 @@ from importlib import metadata
 from pathlib import Path
 
 from gpudoctor.probes import dists
-from gpudoctor.problems import read_text
+from gpudoctor.process.problems import read_text
 
 _CTX: ContextVar = ContextVar("frameworks_ctx", default=None)  # the check's context, for the distribution scan
 
@@ -98,11 +98,11 @@ SCAN_FORMAT = 1
 def scan_targets(path: str, cache=None) -> dict:
     """``{"sass": [...], "ptx": [...]}`` of a CUDA binary, or ``{"error": ...}`` when it is not one.
 
-    A pure function of the file: with a :class:`gpudoctor.cache.Cache`, the result is kept under the
+    A pure function of the file: with a :class:`gpudoctor.process.cache.Cache`, the result is kept under the
     file's identity (real path, size, mtime) and read back verified on the next check, so a 1 GB
     ``libtorch_cuda.so`` is scanned once, not on every check. Raises OSError (unreadable file)."""
-    from gpudoctor import fatbin
-    from gpudoctor.cache import file_identity
+    from gpudoctor.formats import fatbin
+    from gpudoctor.process.cache import file_identity
 
     inputs = {"format": SCAN_FORMAT, "file": file_identity(path)}
     hit = cache.get_json(inputs) if cache is not None else None
@@ -128,12 +128,15 @@ def _binary_archs(path: str, cache=None) -> dict:
 def _package_archs(dist_name: str, min_bytes: int = 1 << 20, max_files: int = 16, cache=None) -> dict:
     """Union of SASS/PTX targets over a distribution's CUDA libraries (files of at least ``min_bytes``,
     the largest ``max_files``), read from their fatbinaries without importing the package."""
-    from gpudoctor import fatbin
-    from gpudoctor.inspect.binary import InspectError, package_files
+    from gpudoctor.formats import fatbin
+    from gpudoctor.probes.dists import package_files
 
+    owned = package_files(dist_name)
+    if owned is None:
+        return {"error": f"no installed Python distribution named {dist_name!r}"}
     try:
-        files = [p for p in package_files(dist_name) if os.path.getsize(p) >= min_bytes]
-    except (InspectError, OSError) as exc:
+        files = [p for p in owned if os.path.getsize(p) >= min_bytes]
+    except OSError as exc:
         return {"error": str(exc)}
     files = sorted(files, key=os.path.getsize, reverse=True)[:max_files]
     sass, ptx, libs = set(), set(), []
@@ -162,7 +165,7 @@ def probe(ctx) -> dict:
     """``{"torch": {...}|None, "tensorflow": {...}|None, "onnxruntime": {...}|None, "jax": {...}|None,
     "cupy": {...}|None}``; each holds version, the CUDA (and cuDNN) it was built for, and where known,
     its SASS/PTX targets."""
-    from gpudoctor.cache import Cache
+    from gpudoctor.process.cache import Cache
 
     _CTX.set(ctx)
     problems: list = []

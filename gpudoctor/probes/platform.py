@@ -6,8 +6,10 @@ import os
 import platform as _platform
 import sys
 
-from gpudoctor import parsers
-from gpudoctor.problems import read_text
+from gpudoctor.formats import container as container_fmt
+
+from gpudoctor.formats import os_release as os_release_fmt
+from gpudoctor.process.problems import read_text
 
 
 def _read(path: str, problems: list, limit: int = 65536) -> str:
@@ -21,7 +23,7 @@ def probe(ctx) -> dict:
     nvidia_require_cuda}, "dev_nodes": [...], "windows": {...} or None}``."""
     problems: list = []
     system = _platform.system()
-    osr = parsers.parse_os_release(_read("/etc/os-release", problems)) if system == "Linux" else {}
+    osr = os_release_fmt.parse_os_release(_read("/etc/os-release", problems)) if system == "Linux" else {}
     kernel = _platform.release()
     glibc = None
     try:
@@ -61,7 +63,7 @@ def probe(ctx) -> dict:
             "markers": markers,
             "nvidia_visible_devices": ctx.env.get("NVIDIA_VISIBLE_DEVICES"),
             "nvidia_driver_capabilities": ctx.env.get("NVIDIA_DRIVER_CAPABILITIES"),
-            "nvidia_require_cuda": parsers.parse_nvidia_require_cuda(require) if require else None,
+            "nvidia_require_cuda": container_fmt.parse_nvidia_require_cuda(require) if require else None,
         },
         "dev_nodes": sorted(glob.glob("/dev/nvidia*")) + (["/dev/dxg"] if os.path.exists("/dev/dxg") else []),
         "windows": None,

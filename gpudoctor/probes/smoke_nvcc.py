@@ -10,10 +10,10 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from gpudoctor.cache import Cache, file_identity
+from gpudoctor.process.cache import Cache, file_identity
 from gpudoctor.probes import toolkit as toolkit_probe
 from gpudoctor.probes.driver import nvml_snapshot
-from gpudoctor.subproc import run
+from gpudoctor.process.subproc import run
 
 SOURCE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "smoke", "vector_add.cu")
 
@@ -74,7 +74,7 @@ def prestart(env, cache: Cache) -> None:
     """Start the cached smoke binary the last check with these early inputs ran, before the probes
     exist (CUDA context creation dominates a warm check). :func:`_build_and_run` adopts it when the
     full inputs match, else it is killed (:func:`discard_prestarted`)."""
-    from gpudoctor import subproc
+    from gpudoctor.process import subproc
 
     key = cache.recall(early_inputs(env))
     hit = cache.get_by_key(key) if key else None

@@ -6,7 +6,7 @@ from gpudoctor.probes._worker import run_worker
 
 
 def probe(ctx) -> dict:
-    """The worker's result (see :func:`gpudoctor.worker.task_nvrtc_smoke`), or ``{"skipped": reason}``."""
+    """The worker's result (see :func:`gpudoctor.process.worker.task_nvrtc_smoke`), or ``{"skipped": reason}``."""
     if not ctx.smoke:
         return {"skipped": "--no-smoke"}
     return run_worker(ctx, "nvrtc-smoke", *(() if getattr(ctx, "cache", True) else ("--no-cache",)),

@@ -1,5 +1,5 @@
 """Smoke test: TensorRT builds a two-layer engine, serializes, deserializes and runs it on GPU 0,
-and the result is checked element by element (child process: ``gpudoctor.worker trt-smoke``).
+and the result is checked element by element (child process: ``gpudoctor.process.worker trt-smoke``).
 
 TensorRT is never imported here: whether a module exists is a path lookup (no import, no child),
 so a machine without TensorRT pays nothing."""
@@ -30,7 +30,7 @@ def find_module(ctx, names=MODULES):
 
 
 def probe(ctx) -> dict:
-    """The worker's result (see :func:`gpudoctor.trt_smoke.task_trt_smoke`), or ``{"skipped": reason}``
+    """The worker's result (see :func:`gpudoctor.process.trt_smoke.task_trt_smoke`), or ``{"skipped": reason}``
     (``"absent": True`` when no TensorRT module exists)."""
     if not ctx.smoke:
         return {"skipped": "--no-smoke"}

@@ -7,8 +7,8 @@ import os
 import re
 import shutil
 
-from gpudoctor.libfind import index_for
-from gpudoctor.subproc import run
+from gpudoctor.probes.libfind import index_for
+from gpudoctor.process.subproc import run
 
 MODULES = ("tensorrt", "tensorrt_bindings", "tensorrt_lean", "tensorrt_lean_bindings", "tensorrt_dispatch",
            "tensorrt_dispatch_bindings")

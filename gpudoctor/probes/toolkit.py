@@ -11,17 +11,17 @@ from __future__ import annotations
 import glob
 import os
 import re
-import shlex
 import shutil
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 
-from gpudoctor import parsers
-from gpudoctor.problems import read_text
-from gpudoctor.subproc import run
+from gpudoctor.formats import compilers as compilers_fmt
 
-_DRYRUN_VAR = re.compile(r"^#\$ ([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
-_HOST_VERSION = re.compile(r"--(gnu|clang)_version=(\d+)")
+from gpudoctor.formats import nvcc as nvcc_fmt
+from gpudoctor.formats.nvcc import parse_dryrun  # noqa: F401 - probes/tests use them here
+from gpudoctor.process.problems import read_text
+from gpudoctor.process.subproc import run
+
 
 
 def nvcc_candidates(env) -> list:
@@ -48,39 +48,6 @@ def nvcc_candidates(env) -> list:
     return found
 
 
-def version_from_host_int(n: int) -> str:
-    """``120200`` (cudafe's --gnu_version) → ``"12.2.0"``."""
-    return f"{n // 10000}.{(n // 100) % 100}.{n % 100}"
-
-
-def parse_dryrun(text: str) -> dict:
-    """Read ``nvcc --dryrun`` output: its variables, host compiler command and detected version, ptxas command."""
-    variables, host_cmd, host_kind, host_ver, ptxas_cmd = {}, None, None, None, None
-    for line in text.splitlines()[:400]:
-        if not line.startswith("#$ "):
-            continue
-        m = _DRYRUN_VAR.match(line)
-        if m:
-            variables[m.group(1)] = m.group(2).strip()
-            continue
-        try:
-            argv = shlex.split(line[3:])
-        except ValueError:
-            continue
-        if not argv:
-            continue
-        tool = os.path.basename(argv[0])
-        if host_cmd is None and "-E" in argv and tool not in ("cicc", "cudafe++", "ptxas"):
-            host_cmd = argv[0]
-        if tool == "ptxas" and ptxas_cmd is None:
-            ptxas_cmd = argv[0]
-        hv = _HOST_VERSION.search(line)
-        if hv and host_ver is None:
-            host_kind, host_ver = hv.group(1), version_from_host_int(int(hv.group(2)))
-    return {"vars": variables, "host_command": host_cmd, "host_kind": host_kind,
-            "host_version": host_ver, "ptxas_command": ptxas_cmd}
-
-
 def _include_dir(home: str, variables: dict):
     inc = variables.get("INCLUDES", "")
     m = re.search(r'-I"?([^"\s]+)', inc)
@@ -99,7 +66,7 @@ def _host_version(path, kind, env, timeout, problems):
         return None
     if kind == "clang":
         res = run([path, "--version"], timeout=timeout, env=env)
-        version = parsers.parse_clang_version(res.stdout) if res.ok else None
+        version = compilers_fmt.parse_clang_version(res.stdout) if res.ok else None
     else:
         res = run([path, "-dumpfullversion", "-dumpversion"], timeout=timeout, env=env)
         out = res.stdout.strip().splitlines()
@@ -125,7 +92,7 @@ def _note(problems, rec) -> None:
 
 def describe_nvcc(path: str, via: str, env, timeout: float) -> dict:
     """What one nvcc says of itself and would run. Every command or file that fails is a record in
-    ``facts["problems"]`` (see :mod:`gpudoctor.problems`); ``errors`` keeps the one-line summaries."""
+    ``facts["problems"]`` (see :mod:`gpudoctor.process.problems`); ``errors`` keeps the one-line summaries."""
     problems: list = []
     facts = {"nvcc": path, "nvcc_realpath": os.path.realpath(path), "found_via": via, "errors": [], "problems": problems}
     # nvcc's three questions (version, dry run, GPU code list) are independent: asked at once.
@@ -138,7 +105,7 @@ def describe_nvcc(path: str, via: str, env, timeout: float) -> dict:
         codes_f = pool.submit(run, [path, "--list-gpu-code"], timeout=timeout, env=env)
         ver = run([path, "--version"], timeout=timeout, env=env)
         dry, codes = dry_f.result(), codes_f.result()
-    parsed_version = parsers.parse_nvcc_version(ver.stdout) if ver.ok else None
+    parsed_version = nvcc_fmt.parse_nvcc_version(ver.stdout) if ver.ok else None
     if not parsed_version or not parsed_version.get("release"):
         rec = ver.problem(unparsable='CUDA release ("Cuda compilation tools, release X.Y")')
         _note(problems, rec)
@@ -175,7 +142,7 @@ def describe_nvcc(path: str, via: str, env, timeout: float) -> dict:
     ptxas_facts = {"path": ptxas_path, "realpath": os.path.realpath(ptxas_path) if ptxas_path else None}
     if ptxas_path:
         pv = run([ptxas_path, "--version"], timeout=timeout, env=env)
-        pver = parsers.parse_nvcc_version(pv.stdout) if pv.ok else None
+        pver = nvcc_fmt.parse_nvcc_version(pv.stdout) if pv.ok else None
         ptxas_facts.update(pver or {})
         if not pver or not pver.get("release"):
             _note(problems, pv.problem(unparsable="ptxas release"))
@@ -189,8 +156,8 @@ def describe_nvcc(path: str, via: str, env, timeout: float) -> dict:
     facts["include_dir"] = inc
     if inc:
         hc = os.path.join(inc, "crt", "host_config.h")
-        facts["host_config"] = dict(parsers.parse_host_config(read_text(hc, problems) or ""), path=hc)
-    facts["gpu_codes"] = parsers.parse_gpu_code_list(codes.stdout) if codes.ok else None
+        facts["host_config"] = dict(nvcc_fmt.parse_host_config(read_text(hc, problems) or ""), path=hc)
+    facts["gpu_codes"] = nvcc_fmt.parse_gpu_code_list(codes.stdout) if codes.ok else None
     if codes.timed_out or codes.signal_name:  # an nvcc too old for --list-gpu-code just exits 1: not a fault
         _note(problems, codes.problem())
     return facts
@@ -228,7 +195,7 @@ def _ptxas_on_path(ctx, toolkits):
     if not path or os.path.realpath(path) in {(t.get("ptxas") or {}).get("realpath") for t in toolkits}:
         return None
     res = run([path, "--version"], timeout=ctx.timeout, env=ctx.env)
-    ver = parsers.parse_nvcc_version(res.stdout) if res.ok else None
+    ver = nvcc_fmt.parse_nvcc_version(res.stdout) if res.ok else None
     rec = res.problem(unparsable="ptxas release") if not (ver and ver.get("release")) else None
     return dict(ver or {}, path=path, problems=[rec] if rec else [])
 

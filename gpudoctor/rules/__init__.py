@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional
 
 from gpudoctor.findings import Finding, Severity
-from gpudoctor.fixes import OsFlavor
+from gpudoctor.rules.fixes import OsFlavor
 
 
 class Facts:
@@ -38,7 +38,7 @@ class Facts:
 class RuleContext:
     matrix: object  # gpudoctor.matrix.Matrix, or None when the matrix failed to load
     os: OsFlavor
-    requirements: tuple = ()  # gpudoctor.policy.Requirement (check --require, gpudoctor.toml)
+    requirements: tuple = ()  # gpudoctor.rules.requirements.Requirement (check --require, gpudoctor.toml)
 
 
 def _rules() -> List[Callable]:

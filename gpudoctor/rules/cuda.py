@@ -3,7 +3,7 @@ toolkit driver versions and minor-version compatibility.)"""
 from __future__ import annotations
 
 from gpudoctor.findings import Finding, Fix, Severity
-from gpudoctor.fixes import driver_install
+from gpudoctor.rules.fixes import driver_install
 from gpudoctor.rules._util import (driver_cuda, driver_verdict, driver_version, framework_cuda_builds, major_minor,
                                    os_name, v)
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from gpudoctor.findings import Finding, Fix, Severity
-from gpudoctor.fixes import driver_install
+from gpudoctor.rules.fixes import driver_install
 
 DOC = "https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/index.html"
 

@@ -28,7 +28,7 @@ def _runtime_said(answer) -> str:
 
 
 def engine_plans(facts, ctx):
-    from gpudoctor.inspect.engine import engine_verdict
+    from gpudoctor.rules.engine_verdict import engine_verdict
 
     gpus = (facts["driver"].get("nvml") or {}).get("gpus") or []
     out = []

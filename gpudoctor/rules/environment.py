@@ -4,7 +4,6 @@ from __future__ import annotations
 import os
 
 from gpudoctor.findings import Finding, Fix, Severity
-from gpudoctor.probes.environment import cuda_version_in_path
 from gpudoctor.rules._util import in_use_toolkit
 
 WHERE_SET = "grep -n LD_LIBRARY_PATH ~/.bashrc ~/.profile ~/.bash_profile ~/.zshrc /etc/environment /etc/profile.d/* 2>/dev/null"
@@ -15,9 +14,10 @@ def _cuda_in_use(facts):
     used = in_use_toolkit(facts)
     if used and used.get("release"):
         return used["release"], f"nvcc on PATH ({used.get('nvcc')})"
-    home = facts["environment"].get("vars", {}).get("CUDA_HOME")
-    if home and cuda_version_in_path(home):
-        return cuda_version_in_path(home), f"CUDA_HOME={home}"
+    env = facts["environment"]
+    home_version = (env.get("var_cuda_versions") or {}).get("CUDA_HOME")
+    if home_version:
+        return home_version, f"CUDA_HOME={env.get('vars', {}).get('CUDA_HOME')}"
     return None, None
 
 

@@ -14,7 +14,7 @@ import re
 import shlex
 from typing import Iterable, List
 
-from gpudoctor import problems as P
+from gpudoctor.process import problems as P
 from gpudoctor.findings import Finding, Fix, Severity
 
 _COMMAND_KINDS = ("timeout", "signal", "exit", "not_found", "cannot_run", "unparsable")

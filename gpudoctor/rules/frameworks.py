@@ -89,7 +89,7 @@ def arch_binary_missing(facts, ctx):
     Judged for every framework whose kernels were read (torch, onnxruntime-gpu, the JAX CUDA plugin from their
     libraries' fatbinaries; TensorFlow from its declared build arch list)."""
     try:
-        from gpudoctor import fatbin
+        from gpudoctor.formats import fatbin
     except ImportError:
         return []
     out = []

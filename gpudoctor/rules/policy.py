@@ -5,7 +5,7 @@ from gpudoctor.findings import Finding, Fix, Severity
 
 
 def requirements(facts, ctx):
-    from gpudoctor.policy import actual_values
+    from gpudoctor.rules.requirements import actual_values
 
     out = []
     for req in getattr(ctx, "requirements", ()) or ():

@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 
 from gpudoctor.findings import Finding, Fix, Severity
-from gpudoctor.fixes import gxx_package, install
+from gpudoctor.rules.fixes import gxx_package, install
 from gpudoctor.rules._util import gpus, in_use_toolkit, sm
 from gpudoctor.rules.faults import inspect_fixes
 

@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
-from gpudoctor.fixes import OsFlavor  # noqa: E402
+from gpudoctor.rules.fixes import OsFlavor  # noqa: E402
 from gpudoctor.matrix import load_matrix  # noqa: E402
 from gpudoctor.rules import Facts, RuleContext, evaluate  # noqa: E402
 

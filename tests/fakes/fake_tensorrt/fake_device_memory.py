@@ -1,6 +1,6 @@
 """FAKE: stands in for GPU memory (cuda-python's runtime) beside the FAKE TensorRT: "device"
 buffers are host buffers, copies are memmove, the stream is a number. Same interface as
-``gpudoctor.trt_smoke.CudaRuntimeMemory``."""
+``gpudoctor.process.trt_smoke.CudaRuntimeMemory``."""
 import ctypes
 
 

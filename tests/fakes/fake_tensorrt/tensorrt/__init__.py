@@ -1,6 +1,6 @@
 """FAKE: stands in for TensorRT, which cannot be installed here (no GPU, and the real builder needs one).
 
-Implements only the API surface that ``gpudoctor.trt_smoke.trt_build_and_run`` uses, per API generation,
+Implements only the API surface that ``gpudoctor.process.trt_smoke.trt_build_and_run`` uses, per API generation,
 chosen by ``FAKE_TENSORRT_VERSION`` (default 10.3.0):
 
 * 8.x: ``create_network`` must get ``1 << EXPLICIT_BATCH`` (else the fake refuses to build, as an

@@ -52,6 +52,7 @@ __all__ = [
     "LAYOUT_PTRT",
     "ULTRALYTICS_PREFIX",
     "LEGACY_SERIALIZATION_TAGS",
+    "header_facts",
 ]
 
 #: The tag every ordinary TensorRT plan starts with (u32 LE 0x74727466).
@@ -492,3 +493,16 @@ def what_is_it(data: bytes) -> str:
     if _looks_like_text(data):
         return "text"
     return "unknown"
+
+
+def header_facts(header: "PlanHeader") -> dict:
+    """A :class:`gpudoctor.formats.engine_plan.PlanHeader` as JSON facts (what the ``engine`` probe reports)."""
+    cc = header.compute_capability
+    return {"trt_version": list(header.trt_version) if header.trt_version else None,
+            "trt_version_text": header.trt_version_text, "layout": header.layout, "size": header.size,
+            "magic": header.magic, "version_is_partial": header.version_is_partial, "plan_offset": header.plan_offset,
+            "release_line": header.release_line,
+            "version_compatible": header.version_compatible, "lean": header.lean,
+            "hardware_compatibility": header.hardware_compatibility,
+            "compute_capability": f"{cc[0]}.{cc[1]}" if cc else None,
+            "fields": [{"name": n, "offset": o, "value": v} for n, o, v in header.fields]}

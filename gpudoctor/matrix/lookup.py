@@ -17,7 +17,7 @@ from typing import Any, Dict, List
 
 from packaging.version import Version
 
-from gpudoctor.fatbin import coverage
+from gpudoctor.formats.fatbin import coverage
 from gpudoctor.matrix import Matrix, covers_cuda, sm_of
 
 __all__ = ["LookupFailed", "cuda_answer", "driver_answer", "gpu_answer", "render_text"]

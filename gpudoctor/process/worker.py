@@ -1,7 +1,7 @@
 """Out-of-process probes: anything that loads the CUDA driver, NVRTC or a vendor library.
 
 A broken driver can hang in ``cuInit`` or crash the process that loads it; running
-these steps in a child (``python -m gpudoctor.worker TASK``) turns a crash or a hang
+these steps in a child (``python -m gpudoctor.process.worker TASK``) turns a crash or a hang
 into a fact the report shows. Each task prints one JSON object on stdout.
 """
 from __future__ import annotations
@@ -15,41 +15,7 @@ import sys
 import time
 
 
-def _binding(name: str):
-    """One cuda-python module (driver | runtime | nvrtc), new layout (cuda.bindings) or old (cuda.cuda);
-    imported one at a time because each costs start-up time."""
-    import importlib
-
-    try:
-        return importlib.import_module(f"cuda.bindings.{name}")
-    except ImportError:
-        old = {"driver": "cuda.cuda", "runtime": "cuda.cudart", "nvrtc": "cuda.nvrtc"}[name]  # cuda-python < 12.6
-        return importlib.import_module(old)
-
-
-def _name(code) -> str:
-    return getattr(code, "name", str(code))
-
-
-def _bindings_version():
-    from importlib import metadata
-
-    for dist in ("cuda-bindings", "cuda-python"):
-        try:
-            return metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            continue
-    return None
-
-
-def _call(fn, *args):
-    """cuda-python returns (err, values...); return (err_name, first value) and never raise."""
-    try:
-        out = fn(*args)
-    except Exception as exc:  # a missing libcuda/libnvrtc surfaces here as a pathfinder error
-        return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}", None
-    err = _name(out[0])
-    return err, (out[1] if len(out) > 1 else None)
+from gpudoctor.process.cuda_bindings import binding as _binding, bindings_version as _bindings_version, call as _call, name as _name  # noqa: E501
 
 
 def task_cuda() -> dict:
@@ -162,7 +128,7 @@ def _cached_compile(nvrtc, res: dict, source: bytes, arch: str, include_dir, use
     """:func:`_nvrtc_compile`, through the on-disk cache: a CUBIN is a pure function of the NVRTC
     library (version and file identity), the source, the fp16 header and the arch. A hit returns
     ``(cubin, "", 0.0, "NVRTC_SUCCESS", True)``; the cached CUBIN is verified (SHA-256) before use."""
-    from gpudoctor.cache import Cache, file_identity
+    from gpudoctor.process.cache import Cache, file_identity
 
     cache = Cache("nvrtc-cubin", enabled=use_cache)
     lib = _loaded_library("libnvrtc")
@@ -466,7 +432,7 @@ def _gpu_facts(index: int) -> dict:
 
 def task_nvml() -> dict:
     """NVML's view (nvidia-ml-py): driver and CUDA versions, every GPU's facts; an NVML error as a fact."""
-    from gpudoctor.parsers import cuda_version_from_int
+    from gpudoctor.formats.nvidia_driver import cuda_version_from_int
 
     try:
         import pynvml
@@ -560,7 +526,7 @@ def main(argv) -> int:
         elif task == "trt-deserialize":
             result = task_trt_deserialize(argv[1:])
         elif task == "trt-smoke":
-            from gpudoctor.trt_smoke import trt_smoke_main
+            from gpudoctor.process.trt_smoke import trt_smoke_main
 
             result = trt_smoke_main(argv[1:])
         else:

@@ -161,7 +161,7 @@ def actual_values(facts: Mapping[str, Mapping[str, Any]], name: str) -> Tuple[Li
         return [str(lib.get("api_version") or lib.get("version")) for lib in libs if lib.get("api_version") or lib.get("version")], \
             "cuDNN libraries found"
     if name == "tensorrt":
-        from gpudoctor.inspect.engine import installed_tensorrt
+        from gpudoctor.rules.engine_verdict import installed_tensorrt
 
         v, where = installed_tensorrt(_probe(facts, "tensorrt") or {})
         return ([v] if v else []), where or "no TensorRT"

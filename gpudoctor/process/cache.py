@@ -100,7 +100,7 @@ class Cache:
         if not self.enabled:
             return
         try:
-            from gpudoctor.render.atomic import write_atomic
+            from gpudoctor.process.atomic import write_atomic
 
             os.makedirs(os.path.join(self.dir, "hints"), exist_ok=True)
             write_atomic(os.path.join(self.dir, "hints", self.key(hint) + ".json"), json.dumps({"key": key}))

@@ -14,7 +14,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Callable, Dict, Iterable, Mapping, Optional, Tuple
 
-from gpudoctor import subproc
+from gpudoctor.process import subproc
 
 
 @dataclass
@@ -25,7 +25,7 @@ class ProbeContext:
     whether smoke tests (compiles and launches) may run; ``timeout`` is the longest a
     quick query (``nvcc --version``, a child asking a library) may take, in seconds;
     ``budget`` is the whole run's wall-clock budget in seconds (None: each probe's own
-    limit only): no command outlives it (see :func:`gpudoctor.subproc.budget`).
+    limit only): no command outlives it (see :func:`gpudoctor.process.subproc.budget`).
     """
 
     env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
@@ -88,7 +88,7 @@ def start_probes(probes: Iterable[Probe], ctx: ProbeContext) -> Callable[[], Dic
     """Start all ``probes``; the returned function waits (each probe up to its own timeout,
     counted from the start, and never past ``ctx.budget``) and returns the results keyed by
     name, in the given order. At the budget's end every command still running is killed, the
-    probes get :data:`gpudoctor.subproc.GRACE` seconds to record that, and any probe still busy
+    probes get :data:`gpudoctor.process.subproc.GRACE` seconds to record that, and any probe still busy
     is reported as ``timeout``."""
     probes = list(probes)
     results: Dict[str, ProbeResult] = {}

@@ -1,6 +1,6 @@
-"""TensorRT smoke test, run in the worker child (``python -m gpudoctor.worker trt-smoke``).
+"""TensorRT smoke test, run in the worker child (``python -m gpudoctor.process.worker trt-smoke``).
 
-Kept apart from :mod:`gpudoctor.worker` so the other child tasks stay small; nothing here is imported
+Kept apart from :mod:`gpudoctor.process.worker` so the other child tasks stay small; nothing here is imported
 by the main process.
 """
 from __future__ import annotations
@@ -10,7 +10,7 @@ import os
 import sys
 import time
 
-from gpudoctor.worker import _binding, _call, _name
+from gpudoctor.process.cuda_bindings import binding as _binding, call as _call, name as _name
 
 # ---------------------------------------------------------------------------------------------
 # TensorRT smoke test ("trt-smoke"): build a two-layer network with the TensorRT Python API,

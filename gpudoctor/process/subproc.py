@@ -70,9 +70,9 @@ class CommandResult:
         return None
 
     def problem(self, unparsable: Optional[str] = None) -> Optional[dict]:
-        """The problem record (see :mod:`gpudoctor.problems`) for a command that failed, or that
+        """The problem record (see :mod:`gpudoctor.process.problems`) for a command that failed, or that
         succeeded but printed nothing usable (``unparsable`` says what was expected); None when fine."""
-        from gpudoctor import problems
+        from gpudoctor.process import problems
 
         if self.error and self.returncode is None and not self.timed_out:
             kind = "not_found" if self.error.endswith(": not found") else "cannot_run"

@@ -16,8 +16,10 @@ import sys
 from dataclasses import dataclass
 from typing import Dict, List, Mapping, Optional, Tuple
 
-from gpudoctor import parsers
-from gpudoctor.subproc import run
+from gpudoctor.formats import ldconfig as ldconfig_fmt
+
+from gpudoctor.formats import nvidia_driver as nvidia_driver_fmt
+from gpudoctor.process.subproc import run
 
 DEFAULT_DIRS = ("/lib64", "/usr/lib64", "/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib", "/usr/lib")
 EXTRA_SYSTEM_DIRS = (
@@ -73,7 +75,7 @@ def ldconfig_cache(timeout: float = 5.0, env: Optional[Mapping[str, str]] = None
     if not exe:
         return []
     res = run([exe, "-p"], timeout=timeout)
-    entries = parsers.parse_ldconfig_p(res.stdout) if res.ok else []
+    entries = ldconfig_fmt.parse_ldconfig_p(res.stdout) if res.ok else []
     if not entries and problems is not None:
         rec = res.problem(unparsable="library cache entries")
         if rec:
@@ -90,7 +92,7 @@ def pip_owned_libs(site_dirs: List[str], problems: Optional[list] = None) -> Dic
     """Map realpath of each shared library shipped by an ``nvidia-*`` (or ``tensorrt*``)
     wheel to (distribution name, version), read from the wheels' RECORD files. A dist-info
     without RECORD or METADATA (an interrupted or hand-copied install) is appended to ``problems``."""
-    from gpudoctor import problems as P
+    from gpudoctor.process import problems as P
 
     owned: Dict[str, Tuple[str, str]] = {}
     for sp in site_dirs:
@@ -122,7 +124,7 @@ class LibraryIndex:
 
     def __init__(self, env: Mapping[str, str], timeout: float = 5.0):
         self.env = env
-        #: Problem records (see gpudoctor.problems): a failing ldconfig, broken dist-infos.
+        #: Problem records (see gpudoctor.process.problems): a failing ldconfig, broken dist-infos.
         self.problems: List[dict] = []
         self.ld_library_path = [d for d in env.get("LD_LIBRARY_PATH", "").split(":") if d]
         self.cache = ldconfig_cache(timeout, env, self.problems)
@@ -163,7 +165,7 @@ class LibraryIndex:
                 if real in found or not os.path.isfile(real):
                     continue
                 pkg = self.pip_owned.get(real)
-                version = parsers.version_from_soname(os.path.basename(real))
+                version = nvidia_driver_fmt.version_from_soname(os.path.basename(real))
                 if pkg and (version is None or version.count(".") == 0):
                     version = pkg[1]  # wheel files are named libX.so.13: the wheel knows the full version
                 found[real] = LibCopy(path, real, origin, version, pkg[0] if pkg else None)

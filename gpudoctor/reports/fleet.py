@@ -47,7 +47,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Dict, Iterable, List, Mapping, Optional, Tuple, Union
 
-from gpudoctor.compare import _d, _l, _probe_facts, check_report
+from gpudoctor.reports.compare import _d, _l, _probe_facts, check_report
 
 _SEV_RANK = {"ok": 0, "info": 1, "warn": 2, "fail": 3}
 _REASON_ORDER = ("fingerprint", "gpu_count", "pcie", "ecc", "fail")

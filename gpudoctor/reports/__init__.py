@@ -1,0 +1,1 @@
+"""Commands over saved `check --json` reports: compare two, aggregate a fleet."""
