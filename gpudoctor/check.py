@@ -104,7 +104,7 @@ def run_check(matrix, smoke: bool = True, timeout: float = 30.0, env: Optional[M
     if probes is None:  # the slowest children first, before the probes (and their imports) exist
         prestart_children(ctx.env, smoke=smoke, cache=cache)
     from gpudoctor.probes import ALL
-    from gpudoctor.rules import Facts, RuleContext, evaluate
+    from gpudoctor.rules import Facts, RuleContext, _rules, evaluate
 
     pending = start_probes(probes or ALL, ctx)
     ok = False
@@ -113,6 +113,7 @@ def run_check(matrix, smoke: bool = True, timeout: float = 30.0, env: Optional[M
             requirements, target_gpus = setup()
         if callable(matrix):
             matrix = matrix()
+        _rules()  # the rule modules' imports, while the probes wait on their children
         ok = True
     finally:
         results = pending(abort=not ok)  # always: it also closes the run's command budget

@@ -6,6 +6,7 @@ Exit codes (docs/exit-codes.md): 0 no failures, 1 failures found (or warnings wi
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 
@@ -21,7 +22,9 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(EXIT_ERROR)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(check_only: bool = False) -> argparse.ArgumentParser:
+    """The whole CLI; ``check_only``: only the ``check`` subcommand (what ``gpudoctor check`` needs,
+    without importing the other commands' modules: tens of ms on every check)."""
     p = _Parser(prog="gpudoctor", description="Diagnose an NVIDIA GPU stack and say how to fix it.")
     p.add_argument("--version", action="version", version=f"gpudoctor {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
@@ -54,6 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("-o", "--output", metavar="FILE",
                    help="write the report (any --format) to FILE atomically: a check killed mid-way leaves no file "
                         "or the previous complete one")
+    if check_only:
+        return p
 
     from gpudoctor.install.command import add_arguments
 
@@ -271,7 +276,8 @@ def main(argv=None) -> int:
         from gpudoctor.check import prestart_children
 
         prestart_children(os.environ, smoke="--no-smoke" not in argv, cache="--no-cache" not in argv)
-    args = build_parser().parse_args(argv)
+    is_check = argv[:1] == ["check"] and not {"-h", "--help"} & set(argv)
+    args = build_parser(check_only=is_check).parse_args(argv)
     if args.command == "explain":
         from gpudoctor.explain.command import run as explain_run
 
@@ -310,9 +316,12 @@ def main(argv=None) -> int:
         try:
             policy = load_policy(args.require)
             chosen["policy"] = policy
-            return policy.requirements, _target_gpus(list(policy.target_gpus) + list(args.target_gpu), args.matrix)
+            targets = _target_gpus(list(policy.target_gpus) + list(args.target_gpu), args.matrix)
         except (PolicyError, ValueError, MatrixError) as exc:
             raise SetupError(str(exc)) from None
+        if (args.format or ("json" if args.json else "console")) == "console" and not args.output:
+            importlib.import_module("gpudoctor.render.console")  # rich, while the probes wait on their children
+        return policy.requirements, targets
 
     def matrix():
         from gpudoctor.matrix import load_matrix

@@ -53,3 +53,18 @@ def test_memo_computes_once_under_concurrency():
 
     res = run_probes([Probe(f"p{i}", "x", lambda c: {"v": c.memo("k", slow)}, 5) for i in range(4)], ctx)
     assert all(r.facts == {"v": "x"} for r in res.values()) and len(calls) == 1
+
+
+def test_children_that_create_a_cuda_context_get_one_work_queue_unless_the_user_chose():
+    """CUDA_DEVICE_MAX_CONNECTIONS=1 keeps a smoke child's context at 79 MiB instead of 126 on an H100
+    (issue 12's 120 MiB per process); a value the user set is part of what is checked and is kept."""
+    import sys
+
+    from gpudoctor.probes._worker import _argv_env
+
+    _, env = _argv_env(sys.executable, {"PATH": "/usr/bin"}, "nvrtc-smoke")
+    assert env["CUDA_DEVICE_MAX_CONNECTIONS"] == "1"
+    _, env = _argv_env(sys.executable, {"CUDA_DEVICE_MAX_CONNECTIONS": "32"}, "trt-smoke")
+    assert env["CUDA_DEVICE_MAX_CONNECTIONS"] == "32"
+    _, env = _argv_env(sys.executable, {"PATH": "/usr/bin"}, "nvml")  # no context: the user's world as is
+    assert "CUDA_DEVICE_MAX_CONNECTIONS" not in env

@@ -13,8 +13,11 @@ _prestarted: dict = {}
 _lock = threading.Lock()
 
 
+_CONTEXT_TASKS = ("nvrtc-smoke", "trt-smoke", "trt-deserialize")  # the children that create a CUDA context
+
+
 def _argv_env(python: str, env, task: str, args=()):
-    env = dict(env)
+    env = subproc.lean_context_env(env) if task in _CONTEXT_TASKS else dict(env)
     env["PYTHONPATH"] = _PKG_PARENT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     return [python, "-m", "gpudoctor.process.worker", task, *args], env
 

@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from gpudoctor.process.cache import Cache, file_identity
 from gpudoctor.probes import toolkit as toolkit_probe
 from gpudoctor.probes.driver import nvml_snapshot
-from gpudoctor.process.subproc import run
+from gpudoctor.process.subproc import lean_context_env, run
 
 SOURCE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "smoke", "vector_add.cu")
 
@@ -81,7 +81,7 @@ def prestart(env, cache: Cache) -> None:
     if hit is None or hit["key"] in _early:
         return
     tmp = tempfile.mkdtemp(prefix="gpudoctor-smoke-run-")
-    _early[hit["key"]] = (subproc.start([hit["files"]["smoke"]], env=env, cwd=tmp), tmp)
+    _early[hit["key"]] = (subproc.start([hit["files"]["smoke"]], env=subproc.lean_context_env(env), cwd=tmp), tmp)
 
 
 def discard_prestarted() -> None:
@@ -105,7 +105,7 @@ def _run_binary(exe: str, env, timeout: float, early_key: str = None) -> dict:
         seconds = r.seconds if getattr(r, "seconds", None) is not None else time.perf_counter() - t0
     else:
         with tempfile.TemporaryDirectory(prefix="gpudoctor-smoke-run-") as tmp:
-            r = run([exe], timeout=timeout, env=env, cwd=tmp)
+            r = run([exe], timeout=timeout, env=lean_context_env(env), cwd=tmp)
         seconds = time.perf_counter() - t0
     return {"ok": r.ok and "GPUDOCTOR_SMOKE_OK" in r.stdout, "output": r.output[-2000:],
             "returncode": r.returncode, "error": r.error, "seconds": round(seconds, 3)}
