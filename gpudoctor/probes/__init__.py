@@ -10,6 +10,7 @@ _NAMES = (  # (name, report area, time budget in s)
     ("cuda", "cuda", 20.0), ("toolkit", "toolkit", 30.0), ("compilers", "compilers", 15.0), ("cudnn", "cudnn", 20.0),
     ("tensorrt", "tensorrt", 20.0), ("frameworks", "frameworks", 20.0), ("smoke_nvrtc", "smoke", 60.0),
     ("smoke_nvcc", "smoke", 150.0), ("smoke_tensorrt", "smoke", 120.0), ("engine", "tensorrt", 20.0),
+    ("nccl", "multigpu", 20.0), ("smoke_multigpu", "smoke", 120.0),
 )
 
 

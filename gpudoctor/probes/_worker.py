@@ -13,7 +13,7 @@ _prestarted: dict = {}
 _lock = threading.Lock()
 
 
-_CONTEXT_TASKS = ("nvrtc-smoke", "trt-smoke", "trt-deserialize")  # the children that create a CUDA context
+_CONTEXT_TASKS = ("nvrtc-smoke", "trt-smoke", "trt-deserialize", "multigpu-smoke")  # the children that create a CUDA context
 
 
 def _argv_env(python: str, env, task: str, args=()):

@@ -85,6 +85,38 @@ def nvidia_smi(ctx) -> dict:
             "problems": [rec] if rec else []}
 
 
+SYS_PCI_DEVICES = "/sys/bus/pci/devices"
+#: PCI class codes of GPUs (PCI Code and ID Assignment): 0x0300 VGA controller, 0x0302 3D controller.
+#: NVSwitches (0x0680, "bridge") and the GPUs' audio functions (0x0403) are not GPUs.
+GPU_CLASSES = (0x0300, 0x0302)
+
+
+def pci_gpus(root: str = SYS_PCI_DEVICES) -> list:
+    """NVIDIA GPUs on the PCI bus, whatever driver holds them, from sysfs (vendor 0x10de):
+    ``[{"bus_id": "0000:17:00.0", "driver": "nvidia" | "vfio-pci" | None}]`` (None: no driver bound);
+    [] where sysfs has no PCI bus (WSL, some containers)."""
+    out = []
+    try:
+        entries = sorted(os.listdir(root))
+    except OSError:
+        return out
+    for bus_id in entries:
+        d = os.path.join(root, bus_id)
+        try:
+            with open(os.path.join(d, "vendor")) as fh:
+                vendor = int(fh.read().strip(), 16)
+            with open(os.path.join(d, "class")) as fh:
+                cls = int(fh.read().strip(), 16) >> 8
+        except (OSError, ValueError):
+            continue
+        if vendor != 0x10DE or cls not in GPU_CLASSES:
+            continue
+        link = os.path.join(d, "driver")
+        out.append({"bus_id": bus_id.lower(),
+                    "driver": os.path.basename(os.readlink(link)) if os.path.islink(link) else None})
+    return out
+
+
 def nvml_snapshot(ctx) -> dict:
     """NVML's view, computed once per run in a child process (:func:`gpudoctor.process.worker.task_nvml`:
     nvidia-ml-py's import and a hung driver call stay out of this process): ``{"status":
@@ -104,7 +136,8 @@ def nvml_snapshot(ctx) -> dict:
 def probe(ctx) -> dict:
     """``{"nvml": nvml_snapshot, "kernel_module": {version, flavor}|None, "libnvidia_ml": [...copies],
     "libnvidia_ml_loaded": path, "libcuda": [...copies], "libcuda_loaded": path, "user_space_version",
-    "stub_libraries": [{soname, path, via, entry, answer, ...}], "nvidia_smi": {...}, "problems": [...]}``."""
+    "stub_libraries": [{soname, path, via, entry, answer, ...}], "pci_gpus": [{bus_id, driver}],
+    "nvidia_smi": {...}, "problems": [...]}``."""
     from concurrent.futures import ThreadPoolExecutor
 
     problems: list = []
@@ -131,4 +164,5 @@ def _facts(ctx, idx, problems) -> dict:
         "libcuda_loaded": cuda_pick,
         "user_space_version": user_space,
         "stub_libraries": stub_libraries(ctx, idx),
+        "pci_gpus": pci_gpus(),
     }

@@ -16,11 +16,18 @@ def _read(path: str, problems: list, limit: int = 65536) -> str:
     return read_text(path, problems, limit) or ""
 
 
+def _hypervisor_flag(cpuinfo: str):
+    for line in cpuinfo.splitlines():
+        if line.startswith("flags"):
+            return "hypervisor" in line.split(":", 1)[-1].split()
+    return None  # no x86 flags line (Arm): unknown
+
+
 def probe(ctx) -> dict:
     """Return ``{"system", "os": {id, version_id, pretty_name, id_like}, "kernel", "machine",
     "glibc", "python": {version, executable}, "wsl": {is_wsl, kernel_marker, libcuda_dir},
     "container": {is_container, markers, nvidia_visible_devices, nvidia_driver_capabilities,
-    nvidia_require_cuda}, "dev_nodes": [...], "windows": {...} or None}``."""
+    nvidia_require_cuda}, "hypervisor": bool|None (a VM), "dev_nodes": [...], "windows": {...} or None}``."""
     problems: list = []
     system = _platform.system()
     osr = os_release_fmt.parse_os_release(_read("/etc/os-release", problems)) if system == "Linux" else {}
@@ -65,6 +72,8 @@ def probe(ctx) -> dict:
             "nvidia_driver_capabilities": ctx.env.get("NVIDIA_DRIVER_CAPABILITIES"),
             "nvidia_require_cuda": container_fmt.parse_nvidia_require_cuda(require) if require else None,
         },
+        # x86 CPUs under a hypervisor report the "hypervisor" flag (CPUID leaf 1, ECX bit 31)
+        "hypervisor": _hypervisor_flag(_read("/proc/cpuinfo", problems)) if system == "Linux" else None,
         "dev_nodes": sorted(glob.glob("/dev/nvidia*")) + (["/dev/dxg"] if os.path.exists("/dev/dxg") else []),
         "windows": None,
         "problems": problems,

@@ -334,6 +334,11 @@ def task_libversions(paths) -> dict:
             if f is not None:
                 f.restype = ctypes.c_int32
                 info["getInferLibVersion"] = int(f())
+        elif base.startswith("libnccl"):
+            v = ctypes.c_int(0)  # ncclResult_t ncclGetVersion(int*): major*10000 + minor*100 + patch (2.9+)
+            f = getattr(lib, "ncclGetVersion", None)
+            if f is not None and f(ctypes.byref(v)) == 0:
+                info["ncclGetVersion"] = v.value
         out[path] = info
     return out
 
@@ -418,6 +423,9 @@ def _gpu_facts(index: int) -> dict:
         "remapped_rows": None,
         "ecc_uncorrected_volatile": None,
     }
+    from gpudoctor.process.nvml_topology import nvlinks
+
+    facts["nvlinks"] = nvlinks(h)
     pending = _q(pynvml.nvmlDeviceGetRetiredPagesPendingStatus, h)
     if pending is not None:
         facts["retired_pages_pending"] = bool(pending)
@@ -453,12 +461,16 @@ def task_nvml() -> dict:
                 gpus.append(_gpu_facts(i))
             except pynvml.NVMLError as exc:  # e.g. GPU is lost: keep the others
                 gpus.append({"index": i, "error": str(exc), "reason": NVML_REASONS.get(getattr(exc, "value", None), "unknown")})
+        from gpudoctor.process.nvml_topology import pairs
+
+        handles = {g["index"]: pynvml.nvmlDeviceGetHandleByIndex(g["index"]) for g in gpus if "error" not in g}
         return {
             "status": "ok",
             "driver_version": _q(pynvml.nvmlSystemGetDriverVersion),
             "cuda_driver_version": cuda_version_from_int(cuda_int) if cuda_int else None,
             "nvml_version": _q(pynvml.nvmlSystemGetNVMLVersion),
             "gpus": gpus,
+            "pairs": pairs(handles),
         }
     finally:
         try:
@@ -529,6 +541,10 @@ def main(argv) -> int:
             from gpudoctor.process.trt_smoke import trt_smoke_main
 
             result = trt_smoke_main(argv[1:])
+        elif task == "multigpu-smoke":
+            from gpudoctor.process.multigpu_smoke import multigpu_smoke_main
+
+            result = multigpu_smoke_main(argv[1:])
         else:
             print(json.dumps({"worker_error": f"unknown task {task!r}"}))
             return 2

@@ -7,9 +7,10 @@ from rich.markup import escape
 from gpudoctor import __version__
 from gpudoctor.findings import Severity, worst
 
-AREAS = ("platform", "driver", "cuda", "devices", "toolkit", "cudnn", "tensorrt", "frameworks", "environment",
+AREAS = ("platform", "driver", "cuda", "devices", "multigpu", "toolkit", "cudnn", "tensorrt", "frameworks", "environment",
          "smoke", "policy", "gpudoctor")
 TITLES = {"platform": "Platform", "driver": "NVIDIA driver", "cuda": "CUDA driver & runtime", "devices": "GPUs",
+          "multigpu": "Multi-GPU & NCCL",
           "toolkit": "CUDA toolkit & host compiler", "cudnn": "cuDNN", "tensorrt": "TensorRT",
           "frameworks": "Frameworks", "environment": "Environment", "smoke": "Smoke tests", "policy": "Requirements",
           "gpudoctor": "gpudoctor"}

@@ -50,7 +50,7 @@ from typing import Dict, Iterable, List, Mapping, Optional, Tuple, Union
 from gpudoctor.reports.compare import _d, _l, _probe_facts, check_report
 
 _SEV_RANK = {"ok": 0, "info": 1, "warn": 2, "fail": 3}
-_REASON_ORDER = ("fingerprint", "gpu_count", "pcie", "ecc", "fail")
+_REASON_ORDER = ("fingerprint", "gpu_count", "topology", "pcie", "ecc", "fail")
 
 
 # --------------------------------------------------------------------------------------------- loading
@@ -427,6 +427,34 @@ def _gpus(report: dict) -> Optional[List[dict]]:
     return [g for g in _l(_d(drv.get("nvml")).get("gpus")) if isinstance(g, dict)]
 
 
+_TOPO_SHORT = {"INTERNAL": "board", "SINGLE": "PIX", "MULTIPLE": "PXB", "HOSTBRIDGE": "PHB", "NODE": "NODE",
+               "SYSTEM": "SYS"}
+
+
+def topology_fingerprint(report: dict) -> Optional[str]:
+    """How the node's GPUs are wired, in one comparable line (None without NVML's answer):
+    ``"8 GPUs; NVLink active 18x8; pairs NODE x12, SYS x16; P2P refused 0/28"``. A node with a GPU
+    missing, a link down or peer access refused differs from its siblings in this line."""
+    drv = _probe_facts(report, "driver")
+    nvml = _d(drv.get("nvml")) if drv is not None else {}
+    if nvml.get("status") != "ok":
+        return None
+    gpus = [g for g in _l(nvml.get("gpus")) if isinstance(g, dict)]
+    parts = [f"{len(gpus)} GPU{'s' if len(gpus) != 1 else ''}"]
+    links = [sum(1 for x in _l(g.get("nvlinks")) if isinstance(x, dict) and x.get("active")) for g in gpus
+             if g.get("nvlinks")]
+    if links:
+        counts = Counter(links)
+        parts.append("NVLink active " + ", ".join(f"{k}x{v}" for k, v in sorted(counts.items(), reverse=True)))
+    pairs = [p for p in _l(nvml.get("pairs")) if isinstance(p, dict)]
+    if pairs:
+        levels = Counter(_TOPO_SHORT.get(p.get("topology"), str(p.get("topology"))) for p in pairs)
+        parts.append("pairs " + ", ".join(f"{k} x{v}" for k, v in sorted(levels.items())))
+        refused = sum(1 for p in pairs if any(v != "OK" for k, v in _d(p.get("p2p")).items() if k in ("read", "write")))
+        parts.append(f"P2P refused {refused}/{len(pairs)}")
+    return "; ".join(parts)
+
+
 def _pcie_issues(gpus: List[dict]) -> List[dict]:
     out = []
     for g in gpus:
@@ -497,6 +525,7 @@ def summarize(report: dict) -> dict:
         if f["id"] not in worst or _SEV_RANK[sev] > _SEV_RANK[worst[f["id"]]]:
             worst[f["id"]] = sev
     return {"fid": fingerprint_id(fp), "fp": fp, "gpus": len(gpus) if gpus is not None else None,
+            "topology": topology_fingerprint(report),
             "pcie": _pcie_issues(gpus or []), "ecc": _ecc_issues(gpus or []),
             "fails": sorted(i for i, sev in worst.items() if sev == "fail"), "worst": worst,
             "host": _node_name(report, "")}
@@ -508,7 +537,7 @@ class Fleet:
     gives :func:`aggregate`'s shape."""
 
     def __init__(self) -> None:
-        self.rows: List[tuple] = []  # (node, path, fid, gpus, pcie, ecc, fails)
+        self.rows: List[tuple] = []  # (node, path, fid, gpus, pcie, ecc, fails, topology, nth)
         self.facts: Dict[str, Dict[str, str]] = {}  # fingerprint id -> facts (kept once)
         self.errors: List[dict] = []
         self._names: Counter = Counter()
@@ -523,7 +552,8 @@ class Fleet:
         self.facts.setdefault(row["fid"], row["fp"])
         index = len(self.rows)  # the display name is decided at the end, when collisions are known
         self.rows.append((node, path, row["fid"], row["gpus"], row["pcie"] or None, row["ecc"] or None,
-                          tuple(row["fails"]) or None, self._names[node]))
+                          tuple(row["fails"]) or None, sys.intern(row["topology"]) if row.get("topology") else None,
+                          self._names[node]))
         node = index
         for fid, sev in row["worst"].items():
             c = self._per_id.get(fid)
@@ -551,7 +581,7 @@ class Fleet:
 
     def result(self) -> dict:
         names = self._display_names()
-        rows = [(names[i],) + r[1:7] for i, r in enumerate(self.rows)]
+        rows = [(names[i],) + r[1:8] for i, r in enumerate(self.rows)]
         return self._result(rows, names)
 
     def _result(self, rows, names) -> dict:
@@ -566,11 +596,19 @@ class Fleet:
         major = ordered[0] if ordered else None
         counts = Counter(r[3] for r in rows if r[3] is not None)
         gpu_major = max(counts.items(), key=lambda kv: (kv[1], kv[0]))[0] if counts else None
+        topos = Counter(r[7] for r in rows if r[7] is not None)
+        topo_major = max(topos.items(), key=lambda kv: (kv[1], kv[0]))[0] if topos else None
         outliers, healthy = [], []
-        for node, path, fid, n, pcie, ecc, fails in rows:
+        for node, path, fid, n, pcie, ecc, fails, topo in rows:
             reasons = _reasons(self.facts, major, fid, n, gpu_major, pcie or [], ecc or [], fails or ())
+            if topo_major is not None and topo is not None and topo != topo_major and n == gpu_major:
+                # (a node with fewer GPUs is wired differently too: its gpu_count reason says it)
+                reasons.insert(sum(r["kind"] in ("fingerprint", "gpu_count") for r in reasons),
+                               {"kind": "topology", "topology": topo, "majority": topo_major,
+                                "detail": f"GPU wiring {topo} (majority {topo_major})"})
             if reasons:
-                outliers.append({"node": node, "path": path, "fingerprint": fid, "gpus": n, "reasons": reasons})
+                outliers.append({"node": node, "path": path, "fingerprint": fid, "gpus": n, "topology": topo,
+                                 "reasons": reasons})
             else:
                 healthy.append(node)
         groups_nodes: Dict[str, List[str]] = {f: [] for f in ordered}
@@ -581,7 +619,7 @@ class Fleet:
             "errors": self.errors,
             "majority": None if major is None else {
                 "fingerprint": major, "facts": self.facts[major], "nodes": sizes[major],
-                "of": len(rows), "clear": clear, "gpu_count": gpu_major},
+                "of": len(rows), "clear": clear, "gpu_count": gpu_major, "topology": topo_major},
             "groups": [{"fingerprint": f, "facts": self.facts[f], "nodes": groups_nodes[f], "majority": f == major}
                        for f in ordered],
             "outliers": outliers,
@@ -695,6 +733,8 @@ def render_text(result: dict) -> str:
         lines.extend(f"  {k}: {v}" for k, v in m["facts"].items())
         if m.get("gpu_count") is not None:
             lines.append(f"Majority GPU count: {m['gpu_count']}")
+        if m.get("topology"):
+            lines.append(f"Majority GPU wiring: {m['topology']}")
         if len(result["groups"]) > 1:
             shown = result["groups"][:MAX_GROUPS]
             lines.append("Software groups: " + "; ".join(

@@ -43,20 +43,22 @@ class RuleContext:
 
 def _rules() -> List[Callable]:
     from gpudoctor.rules import (
-        cuda, devices, driver, engine, environment, frameworks, libraries, platform, policy, smoke, toolkit,
+        cuda, devices, driver, engine, environment, frameworks, libraries, multigpu, platform, policy, smoke, toolkit,
     )
 
     return [
         driver.driver_state, driver.driver_mismatch, driver.stub_library,
         cuda.driver_vs_runtimes, cuda.ptx_too_new,
         devices.visibility, devices.gpu_health,
+        multigpu.gpu_missing, multigpu.gpus_differ, multigpu.p2p_unavailable, multigpu.nvlink_down,
+        multigpu.shm_small, multigpu.nccl_env,
         toolkit.compiler_unsupported, toolkit.compiler_broken, toolkit.toolkit_broken, toolkit.ptxas_on_path_broken, toolkit.mixed_toolkit, toolkit.arch_unsupported, toolkit.inventory,
         libraries.library_not_found, libraries.cudnn_mismatch, libraries.tensorrt_libs,
         engine.engine_plans,
         frameworks.cpu_build, frameworks.cuda_mismatch, frameworks.arch_binary_missing,
         environment.ld_library_path, environment.cuda_home,
         platform.wsl_driver, platform.container,
-        smoke.nvrtc_smoke, smoke.nvcc_smoke, smoke.tensorrt_smoke,
+        smoke.nvrtc_smoke, smoke.nvcc_smoke, smoke.tensorrt_smoke, multigpu.p2p_smoke,
         policy.requirements,
         probe_failures,
     ]

@@ -19,7 +19,8 @@ from gpudoctor.findings import Finding, Fix, Severity
 
 _COMMAND_KINDS = ("timeout", "signal", "exit", "not_found", "cannot_run", "unparsable")
 #: Report area of each probe's problems (the console groups findings by area).
-AREA = {"smoke_nvrtc": "smoke", "smoke_nvcc": "smoke", "smoke_tensorrt": "smoke", "engine": "tensorrt",
+AREA = {"smoke_nvrtc": "smoke", "smoke_nvcc": "smoke", "smoke_tensorrt": "smoke", "smoke_multigpu": "smoke",
+        "nccl": "multigpu", "engine": "tensorrt",
         "compilers": "toolkit"}
 
 
