@@ -137,6 +137,28 @@ def _sorted_unique(items: Iterable[str]) -> Tuple[str, ...]:
     return tuple(sorted(set(items), key=_sort_key))
 
 
+#: Mapped pages behind the walk are released every this many bytes: only headers are read, but each
+#: touch maps a page, and a 1 GB libtorch_cuda.so holds tens of thousands of entries (RSS, issue 12).
+RELEASE_EVERY = 16 << 20
+
+
+def _release_behind(buf: Any, pos: int) -> None:
+    """Drop this process's mapping of the pages before ``pos`` (an mmap only; they stay in the page
+    cache, and are mapped again if touched)."""
+    done = _RELEASED.get(id(buf), 0)
+    if not hasattr(buf, "madvise") or pos - done < RELEASE_EVERY:
+        return
+    upto = pos - pos % mmap.PAGESIZE
+    try:
+        buf.madvise(mmap.MADV_DONTNEED, done, upto - done)
+    except (OSError, ValueError, AttributeError):
+        return
+    _RELEASED[id(buf)] = upto
+
+
+_RELEASED: dict = {}
+
+
 def _walk_fatbins(
     buf: Any, start: int, end: int, where: str, entries: List[FatbinEntry]
 ) -> int:
@@ -182,6 +204,7 @@ def _walk_fatbins(
                 f"past the end of its container ({cend:#x} > {end:#x})"
             )
         count += 1
+        _release_behind(buf, pos)
         epos = pos + hsize
         while epos < cend:
             if cend - epos < _ENTRY_MIN:
@@ -373,9 +396,12 @@ def read_cuda_binary(path: Union[str, "os.PathLike[str]"]) -> CudaBinary:
             buf = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
         except (OSError, ValueError) as exc:
             raise CudaBinaryError(f"{where}: cannot map file: {exc}") from None
+        if hasattr(mmap, "MADV_RANDOM"):  # headers only: no read-ahead around each one
+            buf.madvise(mmap.MADV_RANDOM)
         try:
             return _read(buf, size, spath)
         finally:
+            _RELEASED.pop(id(buf), None)
             buf.close()
     finally:
         os.close(fd)
