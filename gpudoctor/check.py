@@ -68,12 +68,14 @@ def prestart_children(env: Mapping[str, str], smoke: bool = True, cache: bool = 
     import atexit
     import sys
 
-    from gpudoctor.probes._worker import discard_prestarted, prestart
+    from gpudoctor.probes._worker import discard_prestarted, prestart, prestart_libraries
 
     atexit.register(discard_prestarted)  # a check that stops early (bad option) leaves nothing running
     env = dict(env)
     nvrtc = ("nvrtc-smoke",) if cache else ("nvrtc-smoke", "--no-cache")
     prestart(sys.executable, env, (nvrtc, "cuda", "nvml") if smoke else ("cuda", "nvml"))
+    if cache:
+        prestart_libraries(sys.executable, env)
     if smoke and cache:
         from gpudoctor.process.cache import Cache
         from gpudoctor.probes import smoke_nvcc
@@ -118,6 +120,10 @@ def run_check(matrix, smoke: bool = True, timeout: float = 30.0, env: Optional[M
     finally:
         results = pending(abort=not ok)  # always: it also closes the run's command budget
         discard_prestarted()
+        if ok and cache and probes is None:
+            from gpudoctor.probes._worker import remember_asked
+
+            remember_asked(ctx.python, ctx.env)
         if smoke and cache and probes is None:
             from gpudoctor.probes import smoke_nvcc
 

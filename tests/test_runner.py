@@ -68,3 +68,32 @@ def test_children_that_create_a_cuda_context_get_one_work_queue_unless_the_user_
     assert env["CUDA_DEVICE_MAX_CONNECTIONS"] == "32"
     _, env = _argv_env(sys.executable, {"PATH": "/usr/bin"}, "nvml")  # no context: the user's world as is
     assert "CUDA_DEVICE_MAX_CONNECTIONS" not in env
+
+
+def test_library_children_of_the_last_check_start_early_and_are_adopted(tmp_path):
+    """The library-version children a check asked for are remembered (per interpreter) and started first
+    thing by the next check; the probe asking for the same path adopts the running child. A garbled or
+    foreign hint file starts nothing."""
+    import json
+    import os
+    import sys
+
+    from gpudoctor.probes import _worker
+    from gpudoctor.process.runner import ProbeContext
+
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path))
+    lib = os.path.realpath(sys.executable)  # any existing file: the child reports it cannot be loaded
+    _worker._asked_libraries.clear()  # other tests of this process ran checks
+    _worker._asked_libraries.add(lib)
+    _worker.remember_asked(sys.executable, env)
+    hint = tmp_path / "gpudoctor" / "prestart" / "libversions.json"
+    assert json.loads(hint.read_text()) == {sys.executable: [lib]}
+    _worker.prestart_libraries(sys.executable, env)
+    key = _worker._key(sys.executable, env, "libversions", (lib,))
+    assert key in _worker._prestarted
+    answer = _worker.run_worker(ProbeContext(env=env, timeout=30), "libversions", lib)
+    assert key not in _worker._prestarted and "load_error" in answer[lib]
+    for garbage in ("not json", json.dumps({sys.executable: ["relative/path", 7, "/no/such/file"]}), "[1, 2]"):
+        hint.write_text(garbage)
+        _worker.prestart_libraries(sys.executable, env)
+        assert not _worker._prestarted

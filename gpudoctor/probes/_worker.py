@@ -80,6 +80,56 @@ def _problem(ctx, task, args, res, unparsable=None) -> dict:
     return rec
 
 
+_asked_libraries: set = set()  # every library path this run asked a child about (see remember_asked)
+MAX_EARLY_LIBRARIES = 16
+
+
+def _asked_file(env) -> str:
+    from gpudoctor.process.cache import cache_root
+
+    return os.path.join(cache_root(env), "prestart", "libversions.json")
+
+
+def prestart_libraries(python: str, env) -> None:
+    """Start the library-version children the last check ran with this interpreter (each dlopens a
+    cuDNN/NCCL/cudart copy: 100-300 ms). Only a hint: a probe adopts a child only when it asks for the
+    same path with the same environment; the others are killed. Entries that are not existing absolute
+    paths are ignored (the file is never trusted further)."""
+    try:
+        with open(_asked_file(env), encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError):
+        return
+    paths = data.get(python) if isinstance(data, dict) else None
+    if not isinstance(paths, list):
+        return
+    good = [p for p in paths[:MAX_EARLY_LIBRARIES] if isinstance(p, str) and os.path.isabs(p) and os.path.isfile(p)]
+    prestart(python, env, [("libversions", p) for p in good])
+
+
+def remember_asked(python: str, env) -> None:
+    """Note this run's library paths for :func:`prestart_libraries` (written only when they changed)."""
+    asked = sorted(_asked_libraries)[:MAX_EARLY_LIBRARIES]
+    _asked_libraries.clear()
+    path = _asked_file(env)
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+        data = data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        data = {}
+    if data.get(python) == asked:
+        return
+    data[python] = asked
+    try:
+        from gpudoctor.process.atomic import write_atomic
+
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        write_atomic(path, json.dumps(data))
+    except OSError:
+        pass
+
+
 def ask_libraries(ctx, paths) -> dict:
     """``{path: versions}`` from :func:`gpudoctor.process.worker.task_libversions`, one child per library:
     two copies with one SONAME in one process would resolve each other's dependencies
@@ -89,6 +139,7 @@ def ask_libraries(ctx, paths) -> dict:
     paths = list(paths)
     if not paths:
         return {}
+    _asked_libraries.update(paths)
     with ThreadPoolExecutor(max_workers=min(8, len(paths))) as pool:
         answers = list(pool.map(lambda p: run_worker(ctx, "libversions", p), paths))
     out = {}

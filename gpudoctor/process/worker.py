@@ -18,8 +18,20 @@ import time
 from gpudoctor.process.cuda_bindings import binding as _binding, bindings_version as _bindings_version, call as _call, name as _name  # noqa: E501
 
 
+def _safe_binding(name):
+    try:
+        return _binding(name)
+    except Exception as exc:  # noqa: BLE001 - re-raised in the caller's thread
+        return exc
+
+
 def task_cuda() -> dict:
     """Driver and runtime API facts: cuDriverGetVersion, cuInit, devices, cudaRuntimeGetVersion."""
+    import threading
+
+    runtime_module = {}  # imported while cuInit runs (the binding releases the GIL in driver calls)
+    importer = threading.Thread(target=lambda: runtime_module.setdefault("m", _safe_binding("runtime")), daemon=True)
+    importer.start()
     driver = _binding("driver")
     res = {"bindings_version": _bindings_version()}
     err, ver = _call(driver.cuDriverGetVersion)
@@ -51,7 +63,10 @@ def task_cuda() -> dict:
                 "uuid": ("GPU-%s-%s-%s-%s-%s" % (uuid_hex[:8], uuid_hex[8:12], uuid_hex[12:16], uuid_hex[16:20], uuid_hex[20:])) if uuid_hex else None,
             })
     res["devices"] = devices
-    runtime = _binding("runtime")
+    importer.join()
+    runtime = runtime_module.get("m")
+    if isinstance(runtime, Exception):
+        raise runtime
     err, rt = _call(runtime.cudaRuntimeGetVersion)
     res["cudaRuntimeGetVersion"] = {"result": err, "value": rt}
     err, n = _call(runtime.cudaGetDeviceCount)
@@ -154,6 +169,14 @@ def _cached_compile(nvrtc, res: dict, source: bytes, arch: str, include_dir, use
         finally:
             os.unlink(fh.name)
     return cubin, log, secs, result, False
+
+
+def _return_freed_heap() -> None:
+    """glibc keeps freed heap pages; malloc_trim(0) gives them back (about 7 MiB after an NVRTC compile)."""
+    try:
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
 
 
 def _check(driver, out, what):
@@ -287,6 +310,8 @@ def task_nvrtc_smoke(args=()) -> dict:
         if arch not in compiled:
             compiled[arch] = _cached_compile(nvrtc, res, source, arch, inc, "--no-cache" not in args)
         cubin, log, secs, result, cached = compiled[arch]
+        if not cached and ordinal is not None:
+            _return_freed_heap()  # the compiler's heap, before the context adds its own (peak RSS)
         entry.update({"compile_result": result, "compile_seconds": round(secs, 4), "log": log[-2000:] if log else "",
                       "cubin_bytes": len(cubin) if cubin else 0, "compile_cached": cached})
         if cubin is None:
