@@ -9,7 +9,7 @@ nvidia-smi -L; nvidia-smi topo -m 2>&1 | head -12
 NCCL=$(python3 -c "import nvidia.nccl, os, glob; print(glob.glob(os.path.join(list(nvidia.nccl.__path__)[0], 'lib', 'libnccl.so*'))[0])" 2>/dev/null)
 echo "NCCL library: $NCCL"
 echo "== check -v"; COLUMNS=140 NO_COLOR=1 python3 -m gpudoctor check -v > "$OUT/check-v.txt" 2>&1; echo "exit=$?"
-sed -n '/Multi-GPU/,/^$/p;/Smoke tests/,/^$/p' "$OUT/check-v.txt"; tail -3 "$OUT/check-v.txt"
+awk '/^. (Multi-GPU & NCCL|Smoke tests)/{on=1} on{print} /^$/{on=0}' "$OUT/check-v.txt"; tail -3 "$OUT/check-v.txt"
 python3 -m gpudoctor check --json -o "$OUT/check.json"; echo "json exit=$?"
 python3 - "$OUT/check.json" <<'PY'
 import json, sys
