@@ -89,8 +89,11 @@ def run_sampled(argv, env) -> tuple:
 
     th = threading.Thread(target=sample, daemon=True)
     th.start()
-    rc = p.wait(timeout=600)
-    wall = time.perf_counter() - t0
+    killer = threading.Timer(600, p.kill)  # a hung check ends the benchmark, not the session
+    killer.start()
+    rc = p.wait()  # blocking waitpid: Popen.wait(timeout=...) polls with sleeps of up to 50 ms, which
+    wall = time.perf_counter() - t0  # rounded every wall time up to the next poll (0.516, 0.566, 0.616 ...)
+    killer.cancel()
     done.set()
     th.join()
     run_sampled.procs = peak["procs"]
