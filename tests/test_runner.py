@@ -97,3 +97,47 @@ def test_library_children_of_the_last_check_start_early_and_are_adopted(tmp_path
         hint.write_text(garbage)
         _worker.prestart_libraries(sys.executable, env)
         assert not _worker._prestarted
+
+
+_FORK_SCRIPT = r"""
+import os, sys, time
+from gpudoctor.probes import _worker
+from gpudoctor.process import subproc
+from gpudoctor.process.runner import ProbeContext
+
+assert subproc.can_fork(), "a fresh interpreter has one thread"
+ctx = ProbeContext(env=dict(os.environ), timeout=30)
+_worker.prestart(sys.executable, os.environ, ["cuda"])
+(started,) = [v for k, v in _worker._prestarted.items() if k[1] == "cuda"]
+assert isinstance(started.proc, subproc._ForkedProc)
+forked = _worker.run_worker(ctx, "cuda")
+execd = _worker.run_worker(ctx, "cuda")  # nothing prestarted now: a fresh interpreter
+for key in ("bindings_version", "cuDriverGetVersion", "devices", "cudaRuntimeGetVersion", "cudaGetDeviceCount"):
+    assert forked[key] == execd[key], (key, forked, execd)
+assert forked["cuInit"]["result"] == execd["cuInit"]["result"]
+r = subproc.fork_start(["fake-crash"], lambda: os.abort(), dict(os.environ)).wait(10)
+assert r.error == "fake-crash was killed by SIGABRT", r.error
+t0 = time.monotonic()
+r = subproc.fork_start(["fake-hang"], lambda: time.sleep(60), dict(os.environ)).wait(1.0)
+assert r.timed_out and r.error.startswith("fake-hang timed out after") and time.monotonic() - t0 < 5, r.error
+def boom():
+    raise RuntimeError("fake failure in the child")
+r = subproc.fork_start(["fake-raise"], boom, dict(os.environ)).wait(10)
+assert r.returncode == 1 and "fake failure in the child" in r.stderr, r
+print("FORK-OK")
+"""
+
+
+def test_a_forked_worker_answers_as_an_exec_one_and_its_failures_are_facts():
+    """Prestarted workers of this interpreter are forked (no interpreter start-up); the answer must be the
+    one a fresh `python -m gpudoctor.process.worker` gives, and a crash, a hang or an exception in the
+    forked child is reported like one in an exec'd child (real cuda-python and libcuda of this machine).
+    Run in a fresh interpreter: forking is only done while one thread runs."""
+    import os
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = subprocess.run([sys.executable, "-c", _FORK_SCRIPT], capture_output=True, text=True, timeout=120,
+                         env=dict(os.environ, PYTHONPATH=root))
+    assert out.stdout.strip().endswith("FORK-OK"), out.stdout[-2000:] + out.stderr[-2000:]

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import threading
 
 from gpudoctor.process import problems, subproc
@@ -26,6 +27,14 @@ def _key(python, env, task, args) -> tuple:
     return (python, task, tuple(args), tuple(sorted(dict(env).items())))
 
 
+def _task_runner(task: str, args):
+    def run_task() -> int:
+        from gpudoctor.process import worker
+
+        return worker.main([task, *args])
+    return run_task
+
+
 def prestart(python: str, env, tasks) -> None:
     """Start the workers of ``tasks`` now (``check`` calls this first thing: a CUDA context or cuInit
     takes a few hundred ms, and the rest of the check can be imported meanwhile). The probe that asks
@@ -37,7 +46,11 @@ def prestart(python: str, env, tasks) -> None:
             if key in _prestarted:  # already started (the command line starts them even earlier)
                 continue
             argv, wenv = _argv_env(python, env, task, args)
-            _prestarted[key] = subproc.start(argv, env=wenv)
+            if python == sys.executable and dict(env) == dict(os.environ) and subproc.can_fork():
+                # this interpreter, this environment: fork instead of starting a new interpreter
+                _prestarted[key] = subproc.fork_start(argv, _task_runner(task, args), wenv)
+            else:
+                _prestarted[key] = subproc.start(argv, env=wenv)
 
 
 def discard_prestarted() -> None:
