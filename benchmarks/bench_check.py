@@ -59,11 +59,20 @@ def _children(root: int) -> list:
 
 
 def _hwm(pid: int):
+    """(peak RSS KiB, name): the command line, or for a forked gpudoctor worker (whose command line is
+    its parent's) its process name, e.g. ``gd:nvrtc-smoke (forked)``."""
     try:
+        kb, comm = 0, ""
         with open(f"/proc/{pid}/status") as fh:
-            kb = next((int(line.split()[1]) for line in fh if line.startswith("VmHWM:")), 0)
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    kb = int(line.split()[1])
+                elif line.startswith("Name:"):
+                    comm = line.split(None, 1)[1].strip()
         with open(f"/proc/{pid}/cmdline", "rb") as fh:
             cmd = fh.read().replace(b"\0", b" ").decode(errors="replace").strip()
+        if comm.startswith("gd:"):
+            cmd = f"{comm} (forked)"
         return kb, cmd
     except OSError:
         return 0, ""

@@ -48,7 +48,7 @@ def prestart(python: str, env, tasks) -> None:
             argv, wenv = _argv_env(python, env, task, args)
             if python == sys.executable and dict(env) == dict(os.environ) and subproc.can_fork():
                 # this interpreter, this environment: fork instead of starting a new interpreter
-                _prestarted[key] = subproc.fork_start(argv, _task_runner(task, args), wenv)
+                _prestarted[key] = subproc.fork_start(argv, _task_runner(task, args), wenv, name=f"gd:{task}")
             else:
                 _prestarted[key] = subproc.start(argv, env=wenv)
 
