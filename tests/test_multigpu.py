@@ -364,3 +364,14 @@ def test_fleet_singles_out_the_node_with_a_link_down_or_p2p_refused():
     assert "P2P refused 1/6" in odd["gpu07"][0]["topology"]
     text = render_text(res)
     assert "Majority GPU wiring: 4 GPUs; NVLink active 18x4" in text and "[topology]" in text
+
+
+def test_the_wiring_of_a_healthy_node_is_shown_pair_by_pair():
+    links = [{"link": i, "active": True, "remote_bus_id": "00000000:18:00.0", "remote_type": "GPU"} for i in range(4)]
+    g = gpus(3, {0: {"nvlinks": links}, 1: {"nvlinks": [dict(x, remote_bus_id="00000000:17:00.0") for x in links]}})
+    (t,) = by_id(node(g, [pair(0, 1, "SYSTEM"), pair(0, 2, "NODE"), pair(1, 2, "SYSTEM", read="NOT_SUPPORTED")]),
+                 "gpu.topology")
+    assert t.severity == Severity.OK
+    assert t.title == "3 GPUs: 1 of 3 pairs joined by NVLink, P2P read/write OK for 2 of 3 pairs"
+    assert t.evidence == {"GPU 0-1": "NV4, P2P OK", "GPU 0-2": "NODE, P2P OK", "GPU 1-2": "SYS, P2P NOT_SUPPORTED/OK"}
+    assert by_id(node(gpus(1)), "gpu.topology") == []

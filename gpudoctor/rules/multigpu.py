@@ -138,6 +138,26 @@ def _nvlink_peers(gpus) -> Dict[tuple, int]:
     return out
 
 
+def topology(facts, ctx) -> List[Finding]:
+    """The wiring of a multi-GPU node, pair by pair, as a ✓ line (the problems have their own findings)."""
+    gpus = _gpus(facts)
+    pairs = _nvml(facts).get("pairs") or []
+    if len(gpus) < 2 or not pairs:
+        return []
+    nvl = _nvlink_peers(gpus)
+    ev, ok, links = {}, 0, 0
+    for p in pairs:
+        n = nvl.get((p["a"], p["b"]))
+        links += bool(n)
+        rw = {(p.get("p2p") or {}).get(k) for k in ("read", "write")}
+        ok += rw == {"OK"}
+        ev[f"GPU {p['a']}-{p['b']}"] = (f"NV{n}" if n else TOPO_SHORT.get(p.get("topology"), p.get("topology"))) + \
+            ", P2P " + ("OK" if rw == {"OK"} else "/".join(sorted(str(x) for x in rw)))
+    title = (f"{len(gpus)} GPUs: {links} of {len(pairs)} pairs joined by NVLink, P2P read/write OK for "
+             f"{ok} of {len(pairs)} pairs")
+    return [Finding("gpu.topology", Severity.OK, "multigpu", title, evidence=ev)]
+
+
 def p2p_unavailable(facts, ctx) -> List[Finding]:
     """Peer access refused between GPUs that share a PCIe switch, a board or NVLink."""
     gpus = _gpus(facts)
