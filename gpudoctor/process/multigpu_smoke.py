@@ -75,6 +75,13 @@ def _fill(rt, ptr: int, nbytes: int, chunk: bytes) -> None:
             "cudaMemcpy H2D")
 
 
+def _sync(rt, *devices) -> None:
+    """Wait for both ends: cudaMemcpyPeer is queued on the current device and ordered with both."""
+    for d in devices:
+        _ok(rt, rt.cudaSetDevice(d), "cudaSetDevice")
+        _ok(rt, rt.cudaDeviceSynchronize(), "cudaDeviceSynchronize")
+
+
 def _copy(rt, src: int, dst: int, nbytes: int) -> dict:
     entry = {"src": src, "dst": dst}
     try:
@@ -96,12 +103,12 @@ def _copy(rt, src: int, dst: int, nbytes: int) -> dict:
             _ok(rt, rt.cudaMemset(a, pattern, nbytes), "cudaMemset")
             _ok(rt, rt.cudaDeviceSynchronize(), "cudaDeviceSynchronize")
             _ok(rt, rt.cudaMemcpyPeer(b, dst, a, src, nbytes), "cudaMemcpyPeer")  # warm-up
-            _ok(rt, rt.cudaDeviceSynchronize(), "cudaDeviceSynchronize")
+            _sync(rt, src, dst)
+            _ok(rt, rt.cudaSetDevice(src), "cudaSetDevice")
             t0 = time.perf_counter()
             for _ in range(COPY_REPEATS):
                 _ok(rt, rt.cudaMemcpyPeer(b, dst, a, src, nbytes), "cudaMemcpyPeer")
-            _ok(rt, rt.cudaSetDevice(dst), "cudaSetDevice")
-            _ok(rt, rt.cudaDeviceSynchronize(), "cudaDeviceSynchronize")
+            _sync(rt, src, dst)
             secs = time.perf_counter() - t0
             wrong = _differing(rt, b, nbytes, bytes([pattern]) * CHUNK)
             entry.update(ok=wrong == 0, bytes=nbytes, seconds=round(secs, 6),
@@ -109,8 +116,9 @@ def _copy(rt, src: int, dst: int, nbytes: int) -> dict:
             if wrong:
                 entry["error"] = f"{wrong} of {nbytes} bytes differ after the copy"
         finally:
-            rt.cudaFree(a)
-            rt.cudaFree(b)
+            for d, ptr in ((src, a), (dst, b)):
+                rt.cudaSetDevice(d)
+                rt.cudaFree(ptr)
     except _Fail as exc:
         entry.update(ok=False, error=str(exc))
     return entry
@@ -187,6 +195,7 @@ def _nccl(rt, path: str, devices: list) -> dict:
         out.update(ok=False, error=str(exc))
     finally:
         for d, send, recv in bufs:
+            rt.cudaSetDevice(d)
             rt.cudaFree(send)
             rt.cudaFree(recv)
         for c in comms:
