@@ -375,3 +375,132 @@ def test_the_wiring_of_a_healthy_node_is_shown_pair_by_pair():
     assert t.title == "3 GPUs: 1 of 3 pairs joined by NVLink, P2P read/write OK for 2 of 3 pairs"
     assert t.evidence == {"GPU 0-1": "NV4, P2P OK", "GPU 0-2": "NODE, P2P OK", "GPU 1-2": "SYS, P2P NOT_SUPPORTED/OK"}
     assert by_id(node(gpus(1)), "gpu.topology") == []
+
+
+# ------------------------------------------- the smoke test's code paths on several (FAKE) GPUs
+
+class _Err:
+    def __init__(self, name):
+        self.name = name
+
+
+class FakeRuntime:
+    """FAKE cuda.bindings.runtime with ``n`` GPUs whose memory is host memory (ctypes buffers): lets the
+    multi-GPU smoke test's pair loop, verification and NCCL calls run here. ``corrupt``: every peer copy
+    flips one byte (what a broken link would do); ``peer``: what cudaDeviceCanAccessPeer answers."""
+
+    class cudaMemcpyKind:
+        cudaMemcpyHostToDevice = 1
+        cudaMemcpyDeviceToHost = 2
+
+    def __init__(self, n, corrupt=False, peer=1):
+        import ctypes
+
+        self.ctypes, self.n, self.corrupt, self.peer = ctypes, n, corrupt, peer
+        self.bufs, self.ok = {}, _Err("cudaSuccess")
+
+    def cudaGetDeviceCount(self):
+        return self.ok, self.n
+
+    def cudaDeviceCanAccessPeer(self, a, b):
+        return self.ok, self.peer
+
+    def cudaSetDevice(self, d):
+        return (self.ok if 0 <= d < self.n else _Err("cudaErrorInvalidDevice"),)
+
+    def cudaDeviceEnablePeerAccess(self, peer, flags):
+        return (self.ok,)
+
+    def cudaMalloc(self, size):
+        buf = self.ctypes.create_string_buffer(size)
+        self.bufs[self.ctypes.addressof(buf)] = buf
+        return self.ok, self.ctypes.addressof(buf)
+
+    def cudaFree(self, ptr):
+        self.bufs.pop(ptr, None)
+        return (self.ok,)
+
+    def cudaMemset(self, ptr, value, size):
+        self.ctypes.memset(ptr, value, size)
+        return (self.ok,)
+
+    def cudaDeviceSynchronize(self):
+        return (self.ok,)
+
+    def cudaMemcpyPeer(self, dst, dst_dev, src, src_dev, size):
+        self.ctypes.memmove(dst, src, size)
+        if self.corrupt:
+            self.ctypes.memset(dst + size // 2, 0, 1)
+        return (self.ok,)
+
+    def cudaMemcpy(self, dst, src, size, kind):
+        self.ctypes.memmove(dst, src, size)
+        return (self.ok,)
+
+    def cudaStreamCreate(self):
+        return self.ok, 0
+
+    def cudaStreamSynchronize(self, stream):
+        return (self.ok,)
+
+
+@pytest.fixture(scope="module")
+def fake_nccl(tmp_path_factory):
+    """The FAKE libnccl.so.2 (tests/fakes/fake_nccl/fake_nccl.c), built with the machine's C compiler."""
+    import shutil
+
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        pytest.skip("no C compiler to build the fake NCCL")
+    out = tmp_path_factory.mktemp("nccl") / "libnccl.so.2"
+    src = os.path.join(ROOT, "tests", "fakes", "fake_nccl", "fake_nccl.c")
+    subprocess.run([cc, "-shared", "-fPIC", "-O1", "-o", str(out), src], check=True, timeout=60)
+    return str(out)
+
+
+@pytest.fixture
+def small_smoke(monkeypatch):
+    from gpudoctor.process import multigpu_smoke
+
+    monkeypatch.setattr(multigpu_smoke, "COPY_BYTES", (6 << 20) + 12)  # a partial last chunk
+    monkeypatch.setattr(multigpu_smoke, "NCCL_FLOATS", (5 << 20) // 4)
+    for var in ("NCCL_DEBUG", "NCCL_DEBUG_FILE", "FAKE_NCCL_FAIL", "FAKE_NCCL_WARN"):
+        monkeypatch.delenv(var, raising=False)  # the smoke test sets NCCL_DEBUG(_FILE): undone after
+    return multigpu_smoke
+
+
+def _run(smoke, monkeypatch, runtime, args):
+    monkeypatch.setattr(smoke, "binding", lambda name: runtime)
+    return smoke.multigpu_smoke_main(args)
+
+
+def test_multigpu_smoke_on_four_fake_gpus_with_a_real_c_abi(small_smoke, monkeypatch, fake_nccl):
+    res = _run(small_smoke, monkeypatch, FakeRuntime(4), ["--nccl", fake_nccl])
+    assert res["device_count"] == 4 and len(res["copies"]) == 12  # every ordered pair
+    assert all(c["ok"] and c["can_access_peer"] and c["peer_enabled"] and c["gb_per_s"] > 0 for c in res["copies"])
+    n = res["nccl"]
+    assert n["ok"], n
+    assert n["version_code"] == 22809 and n["devices"] == [0, 1, 2, 3]
+    assert n["busbw_gb_per_s"] == pytest.approx(n["algbw_gb_per_s"] * 2 * 3 / 4, rel=0.02)
+    findings = node(gpus(4), [pair(a, b) for a in range(4) for b in range(a + 1, 4)], smoke=res)
+    assert by_id(findings, "smoke.p2p")[0].severity == Severity.OK
+    assert by_id(findings, "smoke.nccl")[0].severity == Severity.OK
+
+
+def test_multigpu_smoke_failures_are_caught(small_smoke, monkeypatch, fake_nccl):
+    bad = _run(small_smoke, monkeypatch, FakeRuntime(2, corrupt=True), [])
+    assert bad["nccl"] is None
+    assert [c["error"] for c in bad["copies"]] == ["1 of 6291468 bytes differ after the copy"] * 2
+    staged = _run(small_smoke, monkeypatch, FakeRuntime(2, peer=0), [])
+    assert all(c["ok"] and not c["can_access_peer"] for c in staged["copies"])
+    monkeypatch.setenv("FAKE_NCCL_FAIL", "1")
+    failed = _run(small_smoke, monkeypatch, FakeRuntime(2), ["--nccl", fake_nccl])["nccl"]
+    assert not failed["ok"] and failed["error"] == "ncclCommInitAll: ncclResult_t 2 (unhandled system error (FAKE))"
+    monkeypatch.delenv("FAKE_NCCL_FAIL")
+    monkeypatch.setenv("FAKE_NCCL_WARN", "1")
+    warned = _run(small_smoke, monkeypatch, FakeRuntime(2), ["--nccl", fake_nccl])
+    assert warned["nccl"]["ok"] and any("NCCL WARN P2P is disabled" in line for line in warned["nccl"]["nccl_log"])
+    (f,) = by_id(node(gpus(2), [pair(0, 1)], smoke=warned), "smoke.nccl")
+    assert f.severity == Severity.WARN and "P2P is disabled" in f.title
+    missing = _run(small_smoke, monkeypatch, FakeRuntime(2), ["--nccl", "/nonexistent/libnccl.so.2"])["nccl"]
+    assert not missing["ok"] and missing["error"].startswith("cannot load /nonexistent/libnccl.so.2")

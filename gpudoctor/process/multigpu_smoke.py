@@ -126,17 +126,17 @@ def _copy(rt, src: int, dst: int, nbytes: int) -> dict:
 
 def _nccl(rt, path: str, devices: list) -> dict:
     out = {"library": path, "devices": devices}
-    log = None
-    if "NCCL_DEBUG" not in os.environ:  # NCCL's warnings (e.g. "P2P is disabled") are evidence: keep them
-        fd, log = tempfile.mkstemp(prefix="gpudoctor-nccl-", suffix=".log")
-        os.close(fd)
-        os.environ["NCCL_DEBUG"] = "WARN"
-        os.environ.setdefault("NCCL_DEBUG_FILE", log)
     try:
         lib = ctypes.CDLL(path)
     except OSError as exc:
         out.update(ok=False, error=f"cannot load {path}: {exc}")
         return out
+    log = None
+    if "NCCL_DEBUG" not in os.environ:  # NCCL's warnings (e.g. "P2P is disabled") are evidence: keep them
+        fd, log = tempfile.mkstemp(prefix="gpudoctor-nccl-", suffix=".log")  # (NCCL reads both at init)
+        os.close(fd)
+        os.environ["NCCL_DEBUG"] = "WARN"
+        os.environ.setdefault("NCCL_DEBUG_FILE", log)
     lib.ncclGetErrorString.restype = ctypes.c_char_p
     ver = ctypes.c_int(0)
     if lib.ncclGetVersion(ctypes.byref(ver)) == 0:
@@ -202,6 +202,9 @@ def _nccl(rt, path: str, devices: list) -> dict:
             if c:
                 lib.ncclCommDestroy(ctypes.c_void_p(c))
         if log:
+            for var in ("NCCL_DEBUG", "NCCL_DEBUG_FILE"):  # ours, not the user's: leave no trace
+                if os.environ.get(var) in ("WARN", log):
+                    del os.environ[var]
             try:
                 with open(log, errors="replace") as fh:
                     out["nccl_log"] = [line.rstrip() for line in fh.read(1 << 16).splitlines() if line.strip()][-20:]
