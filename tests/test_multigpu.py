@@ -504,3 +504,35 @@ def test_multigpu_smoke_failures_are_caught(small_smoke, monkeypatch, fake_nccl)
     assert f.severity == Severity.WARN and "P2P is disabled" in f.title
     missing = _run(small_smoke, monkeypatch, FakeRuntime(2), ["--nccl", "/nonexistent/libnccl.so.2"])["nccl"]
     assert not missing["ok"] and missing["error"].startswith("cannot load /nonexistent/libnccl.so.2")
+
+
+def test_an_nvswitch_node_whose_fabric_manager_is_not_running():
+    """cuInit's CUDA_ERROR_SYSTEM_NOT_READY (802) on an HGX node: the fabric, not CUDA_VISIBLE_DEVICES."""
+    switches = [{"bus_id": f"0000:{b:02x}:00.0", "driver": "nvidia"} for b in (0xa1, 0xa2)]
+    down = [{"link": i, "active": False} for i in range(18)]
+    results = {"driver": {"nvml": {"status": "ok", "gpus": gpus(8, {i: {"nvlinks": down} for i in range(8)}),
+                                   "pairs": [pair(a, b, "SYSTEM") for a in range(8) for b in range(a + 1, 8)]},
+                          "pci_gpus": [], "pci_nvswitches": switches},
+               "cuda": {"api": {"cuInit": {"result": "CUDA_ERROR_SYSTEM_NOT_READY"}, "devices": []}},
+               "nccl": {"vars": {}, "shm": {}}}
+    findings = judge(results, platform=BARE_METAL)
+    (f,) = by_id(findings, "nvlink.fabric_down")
+    assert f.severity == Severity.FAIL and "CUDA_ERROR_SYSTEM_NOT_READY" in f.title and "2 NVSwitches" in f.title
+    assert "sudo systemctl enable --now nvidia-fabricmanager" in f.fixes[0].commands
+    assert by_id(findings, "device.not_visible") == []  # not a visibility problem
+    assert by_id(findings, "nvlink.down") == []  # every GPU alike: the fabric finding says it
+    healthy = dict(results, cuda={"api": {"cuInit": {"result": "CUDA_SUCCESS"}, "devices": []}})
+    healthy["driver"] = dict(results["driver"], nvml=dict(results["driver"]["nvml"],
+                             gpus=gpus(8, {i: {"nvlinks": [dict(x, active=True) for x in down]} for i in range(8)})))
+    assert by_id(judge(healthy, platform=BARE_METAL), "nvlink.fabric_down") == []
+
+
+def test_nvswitches_are_found_in_sysfs_apart_from_gpus(tmp_path):
+    """FAKE sysfs tree: an NVSwitch bridge beside a GPU."""
+    for bus, cls in (("0000:17:00.0", "0x030200"), ("0000:a1:00.0", "0x068000")):
+        d = tmp_path / bus
+        d.mkdir()
+        (d / "vendor").write_text("0x10de\n")
+        (d / "class").write_text(cls + "\n")
+    assert [g["bus_id"] for g in driver.pci_gpus(str(tmp_path))] == ["0000:17:00.0"]
+    assert driver.pci_nvswitches(str(tmp_path)) == [{"bus_id": "0000:a1:00.0", "driver": None}]

@@ -91,10 +91,12 @@ SYS_PCI_DEVICES = "/sys/bus/pci/devices"
 GPU_CLASSES = (0x0300, 0x0302)
 
 
-def pci_gpus(root: str = SYS_PCI_DEVICES) -> list:
-    """NVIDIA GPUs on the PCI bus, whatever driver holds them, from sysfs (vendor 0x10de):
-    ``[{"bus_id": "0000:17:00.0", "driver": "nvidia" | "vfio-pci" | None}]`` (None: no driver bound);
-    [] where sysfs has no PCI bus (WSL, some containers)."""
+#: NVSwitches are PCI bridges of class 0x0680 ("other bridge") on HGX/DGX baseboards.
+NVSWITCH_CLASS = 0x0680
+
+
+def _nvidia_functions(root: str, classes) -> list:
+    """NVIDIA PCI functions (vendor 0x10de) of the given classes in sysfs, with the driver bound to each."""
     out = []
     try:
         entries = sorted(os.listdir(root))
@@ -109,12 +111,24 @@ def pci_gpus(root: str = SYS_PCI_DEVICES) -> list:
                 cls = int(fh.read().strip(), 16) >> 8
         except (OSError, ValueError):
             continue
-        if vendor != 0x10DE or cls not in GPU_CLASSES:
+        if vendor != 0x10DE or cls not in classes:
             continue
         link = os.path.join(d, "driver")
         out.append({"bus_id": bus_id.lower(),
                     "driver": os.path.basename(os.readlink(link)) if os.path.islink(link) else None})
     return out
+
+
+def pci_gpus(root: str = SYS_PCI_DEVICES) -> list:
+    """NVIDIA GPUs on the PCI bus, whatever driver holds them, from sysfs (vendor 0x10de):
+    ``[{"bus_id": "0000:17:00.0", "driver": "nvidia" | "vfio-pci" | None}]`` (None: no driver bound);
+    [] where sysfs has no PCI bus (WSL, some containers)."""
+    return _nvidia_functions(root, GPU_CLASSES)
+
+
+def pci_nvswitches(root: str = SYS_PCI_DEVICES) -> list:
+    """NVSwitches on the PCI bus (same shape as :func:`pci_gpus`): an NVSwitch system needs the fabric manager."""
+    return _nvidia_functions(root, (NVSWITCH_CLASS,))
 
 
 def nvml_snapshot(ctx) -> dict:
@@ -136,7 +150,7 @@ def nvml_snapshot(ctx) -> dict:
 def probe(ctx) -> dict:
     """``{"nvml": nvml_snapshot, "kernel_module": {version, flavor}|None, "libnvidia_ml": [...copies],
     "libnvidia_ml_loaded": path, "libcuda": [...copies], "libcuda_loaded": path, "user_space_version",
-    "stub_libraries": [{soname, path, via, entry, answer, ...}], "pci_gpus": [{bus_id, driver}],
+    "stub_libraries": [{soname, path, via, entry, answer, ...}], "pci_gpus": [{bus_id, driver}], "pci_nvswitches": [{bus_id, driver}],
     "nvidia_smi": {...}, "problems": [...]}``."""
     from concurrent.futures import ThreadPoolExecutor
 
@@ -165,4 +179,5 @@ def _facts(ctx, idx, problems) -> dict:
         "user_space_version": user_space,
         "stub_libraries": stub_libraries(ctx, idx),
         "pci_gpus": pci_gpus(),
+        "pci_nvswitches": pci_nvswitches(),
     }

@@ -35,6 +35,8 @@ def visibility(facts, ctx):
                             "CUDA stops at the first invalid index")
         elif e.startswith("GPU-") and not any(u.startswith(e) for u in uuids):
             problems.append(f"UUID {e} matches no GPU here")
+    if not problems and init == "CUDA_ERROR_SYSTEM_NOT_READY":
+        return []  # nothing hides the GPUs: the NVSwitch fabric is down (nvlink.fabric_down says so)
     if not problems and ngpu and init is not None and init != "CUDA_SUCCESS":
         problems.append(f"NVML sees {ngpu} GPU(s) but cuInit returned {init}")
     if not problems:

@@ -242,6 +242,37 @@ def nvlink_down(facts, ctx) -> List[Finding]:
     )]
 
 
+FABRIC_MANAGER_DOC = "https://docs.nvidia.com/datacenter/tesla/fabric-manager-user-guide/index.html"
+
+
+def fabric_manager(facts, ctx) -> List[Finding]:
+    """An NVSwitch system whose fabric is not up: cuInit answers CUDA_ERROR_SYSTEM_NOT_READY (802, "system
+    not yet initialized"), or every NVLink of every GPU is down while NVSwitches are on the bus."""
+    switches = facts["driver"].get("pci_nvswitches") or []
+    init = ((facts["cuda"].get("api") or {}).get("cuInit") or {}).get("result")
+    gpus = _gpus(facts)
+    linked = [g for g in gpus if g.get("nvlinks")]
+    all_down = bool(switches) and bool(linked) and not any(x.get("active") for g in linked for x in g["nvlinks"])
+    if init != "CUDA_ERROR_SYSTEM_NOT_READY" and not all_down:
+        return []
+    why = ("cuInit answers CUDA_ERROR_SYSTEM_NOT_READY (802, 'system not yet initialized')"
+           if init == "CUDA_ERROR_SYSTEM_NOT_READY" else f"every NVLink of the {len(linked)} GPUs is down")
+    return [Finding(
+        id="nvlink.fabric_down", severity=Severity.FAIL, area="multigpu",
+        title=f"The NVSwitch fabric is not up: {why}" + (f"; {len(switches)} NVSwitches on the bus" if switches else ""),
+        evidence={"cuInit": init or "unknown", "nvswitches": [s_["bus_id"] for s_ in switches] or "none seen in sysfs",
+                  "gpus_with_nvlink": len(linked)},
+        detail="On HGX/DGX systems the GPUs reach each other through NVSwitches that the fabric manager "
+               "(nvidia-fabricmanager, same version as the driver) must configure; until it has, CUDA refuses "
+               "to start ('system not yet initialized') and NVLink stays down.",
+        fixes=(Fix("Start the fabric manager, and check that its version is the driver's.",
+                   ("sudo systemctl enable --now nvidia-fabricmanager", "systemctl status nvidia-fabricmanager",
+                    "nvidia-smi --query-gpu=driver_version --format=csv,noheader",
+                    "dpkg -l | grep -i fabricmanager")),),
+        doc=FABRIC_MANAGER_DOC,
+    )]
+
+
 def shm_small(facts, ctx) -> List[Finding]:
     """A container with two or more GPUs and a /dev/shm smaller than NCCL needs."""
     if not (facts["platform"].get("container") or {}).get("is_container") or len(_gpus(facts)) < 2:
