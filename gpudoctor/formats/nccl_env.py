@@ -11,12 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, List, Tuple
 
-#: Variables that switch a transport off when set to a true value ("1"); the transport, for the message.
+#: Variables that switch a transport off when set to a non-zero number; the transport, for the message.
+#: (Names as libnccl.so.2 2.32.3 reads them: `strings libnccl.so.2`.)
 TRANSPORT_SWITCHES = {
     "NCCL_P2P_DISABLE": "peer-to-peer (NVLink and PCIe P2P) between GPUs of one node",
     "NCCL_SHM_DISABLE": "shared-memory transport between processes of one node",
     "NCCL_IB_DISABLE": "InfiniBand/RoCE (falls back to TCP sockets)",
-    "NCCL_NET_GDR_LEVEL_DISABLE": "GPUDirect RDMA",
 }
 P2P_LEVELS = ("LOC", "NVL", "PIX", "PXB", "PHB", "SYS")
 
