@@ -122,3 +122,49 @@ def test_torch_cpu_build_beside_an_nvidia_driver(broken_host, monkeypatch):
     (f,) = by_id(judge(dict(broken_host, frameworks=fw)), "framework.cpu_build")
     assert f.severity == Severity.WARN  # a driver but no visible GPU
     assert "download.pytorch.org/whl/cu129" in f.fixes[0].commands[-1]  # newest cu12 wheel for driver CUDA 12.2
+
+
+_NVRTC_SPLIT = r"""
+import json, os, sys
+from gpudoctor.process import nvrtc_build, worker
+mode = sys.argv[1]
+if mode == "crash":  # the compiler process dies while loading NVRTC (what a broken libnvrtc does)
+    nvrtc_build._nvrtc_info = lambda res: os.abort()
+elif mode == "bad-source":
+    nvrtc_build.KERNELS = "this is not CUDA %(fp16_include)s %(hadd2_body)s"
+res = worker._nvrtc_smoke_in_process(False) if mode == "in-process" else worker.task_nvrtc_smoke(["--no-cache"])
+with open("/proc/self/maps") as fh:
+    res["nvrtc_mapped_here"] = "libnvrtc" in fh.read()
+print(json.dumps(res))
+"""
+
+
+def _split_run(mode):
+    import json
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", _NVRTC_SPLIT, mode], capture_output=True, text=True, timeout=120,
+                         env=dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_nvrtc_compiles_in_a_process_of_its_own():
+    """Real NVRTC: the worker that creates the CUDA context never maps libnvrtc (the compiler is a forked
+    child), and a compiler that dies or fails to compile is reported, not hung on."""
+    ok = _split_run("ok")
+    need("nvrtc_error" not in ok, "nvidia-cuda-nvrtc wheel")
+    assert ok["runs"][0]["compile_result"] == "NVRTC_SUCCESS" and ok["runs"][0]["cubin_bytes"] > 1000
+    assert ok["nvrtc_version"] and ok["nvrtc_mapped_here"] is False
+    crashed = _split_run("crash")
+    assert crashed["nvrtc_error"] == "killed by SIGABRT" and crashed["nvrtc_crashed"] and "runs" not in crashed
+    (f,) = [x for x in judge({"smoke_nvrtc": crashed}) if "NVRTC" in x.title and x.severity != Severity.OK]
+    assert f.id == "library.load_failed" and f.severity == Severity.FAIL and "killed by SIGABRT" in f.title
+    bad = _split_run("bad-source")
+    (run,) = bad["runs"]
+    assert run["compile_result"] == "NVRTC_ERROR_COMPILATION" and "error" in run["log"] and run["cubin_bytes"] == 0
+    assert run["launch"] == {"skipped": "compile failed"}
+    here = _split_run("in-process")  # where fork is not available: NVRTC in the worker itself
+    assert here["runs"][0]["compile_result"] == "NVRTC_SUCCESS" and here["nvrtc_mapped_here"] is True
+    assert {k: v for k, v in here.items() if k not in ("runs", "nvrtc_mapped_here")} == \
+        {k: v for k, v in ok.items() if k not in ("runs", "nvrtc_mapped_here")}

@@ -33,7 +33,16 @@ def library_not_found(facts, ctx):
                            evidence={"cuDriverGetVersion": drv_err},
                            detail="It is part of the NVIDIA driver; see the driver findings."))
     nv = facts["smoke_nvrtc"]
-    if nv.get("nvrtc_error"):
+    if nv.get("nvrtc_crashed"):
+        out.append(Finding("library.load_failed", Severity.FAIL, "cuda",
+                           f"NVRTC crashed while loading or compiling: the compiler process was {nv['nvrtc_error']}",
+                           evidence={"error": nv["nvrtc_error"], "cuda-python": nv.get("bindings_version")},
+                           detail="A libnvrtc that kills its process is corrupt or does not match libnvrtc-builtins "
+                                  "beside it; every runtime compilation (CuPy, Numba, JAX/Triton kernels) will fail the same way.",
+                           fixes=(Fix("See it crash by hand, then reinstall NVRTC.",
+                                      ("python -c \"from cuda.bindings import nvrtc; print(nvrtc.nvrtcVersion())\"",
+                                       "python -m pip install --force-reinstall --no-deps 'nvidia-cuda-nvrtc'")),)))
+    elif nv.get("nvrtc_error"):
         mj = _bindings_major(facts)
         pkg = "nvidia-cuda-nvrtc" if (mj or 13) >= 13 else f"nvidia-cuda-nvrtc-cu{mj}"
         out.append(Finding("library.not_found", Severity.WARN, "cuda",
