@@ -10,7 +10,7 @@ nvidia-smi -L; nvidia-smi topo -m 2>&1 | head -14; nvidia-smi topo -p2p r 2>&1 |
 NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
 NCCL=$(python3 -c "import nvidia.nccl, os, glob; print(glob.glob(os.path.join(list(nvidia.nccl.__path__)[0], 'lib', 'libnccl.so*'))[0])" 2>/dev/null)
 echo "GPUs: $NGPU; NCCL library: $NCCL"
-section() { awk '/^. (GPUs|Multi-GPU & NCCL|Smoke tests)/{on=1} on{print} /^$/{on=0}' "$1"; tail -2 "$1"; }
+section() { awk '/^[^ ]+ (GPUs|Multi-GPU & NCCL|Smoke tests)$/{on=1} on{print} /^$/{on=0}' "$1"; tail -2 "$1"; }
 echo "== check -v"; COLUMNS=160 NO_COLOR=1 python3 -m gpudoctor check -v > "$OUT/check-v.txt" 2>&1; echo "exit=$?"; section "$OUT/check-v.txt"
 python3 -m gpudoctor check --json -o "$OUT/check.json"; echo "json exit=$?"
 python3 - "$OUT/check.json" <<'PY'

@@ -74,14 +74,17 @@ def prestart_children(env: Mapping[str, str], smoke: bool = True, cache: bool = 
     env = dict(env)
     nvrtc = ("nvrtc-smoke",) if cache else ("nvrtc-smoke", "--no-cache")
     prestart(sys.executable, env, (nvrtc, "cuda", "nvml") if smoke else ("cuda", "nvml"))
-    if cache:
-        prestart_libraries(sys.executable, env)
-    if smoke and cache:
-        from gpudoctor.process.cache import Cache
-        from gpudoctor.probes import smoke_nvcc
+    try:  # starting early is an optimisation only: whatever goes wrong here, the probes run as usual
+        if cache:
+            prestart_libraries(sys.executable, env)
+        if smoke and cache:
+            from gpudoctor.process.cache import Cache
+            from gpudoctor.probes import smoke_nvcc
 
-        atexit.register(smoke_nvcc.discard_prestarted)
-        smoke_nvcc.prestart(env, Cache("smoke-nvcc", env=env))
+            atexit.register(smoke_nvcc.discard_prestarted)
+            smoke_nvcc.prestart(env, Cache("smoke-nvcc", env=env))
+    except Exception:  # noqa: BLE001
+        pass
 
 
 def run_check(matrix, smoke: bool = True, timeout: float = 30.0, env: Optional[Mapping[str, str]] = None,

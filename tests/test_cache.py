@@ -145,3 +145,16 @@ def test_a_tampered_cached_binary_is_rebuilt_and_other_flags_are_another_build(t
     assert not [f for f in smoke if "build cached" in f.title] and [f for f in smoke if "built in" in f.title]
     _, smoke = _check(tmp_path, extra_env={"NVCC_APPEND_FLAGS": "-lineinfo"})  # an input of the build changed
     assert not [f for f in smoke if "build cached" in f.title]
+
+
+def test_the_cache_dir_without_platformdirs(monkeypatch):
+    """platformdirs is a dependency, but a check must not fail (it did, with a traceback, in a Python
+    without it) because an optimisation cannot find its directory: ~/.cache/gpudoctor then."""
+    import os
+    import sys
+
+    from gpudoctor.process.cache import cache_root
+
+    monkeypatch.setitem(sys.modules, "platformdirs", None)  # import platformdirs -> ImportError
+    assert cache_root({}) == os.path.join(os.path.expanduser("~"), ".cache", "gpudoctor")
+    assert cache_root({"XDG_CACHE_HOME": "/x"}) == "/x/gpudoctor"

@@ -32,8 +32,10 @@ def cache_root(env: Optional[Mapping[str, str]] = None) -> str:
     env = os.environ if env is None else env
     if env.get("XDG_CACHE_HOME") and os.path.isabs(env["XDG_CACHE_HOME"]):
         return os.path.join(env["XDG_CACHE_HOME"], "gpudoctor")
-    import platformdirs
-
+    try:
+        import platformdirs
+    except ImportError:  # a declared dependency, but the cache is an optimisation: never fail a check on it
+        return os.path.join(os.path.expanduser("~"), ".cache", "gpudoctor")
     return platformdirs.user_cache_dir("gpudoctor", appauthor=False)
 
 
