@@ -32,7 +32,7 @@ def probe(ctx) -> dict:
         return {"skipped": f"{len(gpus)} GPU on this node: peer copies and an NCCL all-reduce need two or more",
                 "device_count": len(gpus)}
     if nvml.get("status") != "ok":
-        return {"skipped": f"NVML cannot see the GPUs ({nvml.get('reason') or nvml.get('error')})"}
+        return {"skipped": f"NVML cannot see the GPUs: {nvml.get('reason') or nvml.get('error')}"}
     lib = nccl_library(index_for(ctx))
     res = run_worker(ctx, "multigpu-smoke", *(["--nccl", lib] if lib else []), timeout=max(ctx.timeout, TIMEOUT_S))
     res["nccl_library"] = lib
