@@ -95,9 +95,11 @@ GPU_CLASSES = (0x0300, 0x0302)
 NVSWITCH_CLASS = 0x0680
 
 
-def _nvidia_functions(root: str, classes) -> list:
-    """NVIDIA PCI functions (vendor 0x10de) of the given classes in sysfs, with the driver bound to each."""
-    out = []
+def pci_nvidia(root: str = SYS_PCI_DEVICES) -> dict:
+    """NVIDIA PCI functions (vendor 0x10de) in sysfs, read in one pass: ``{"gpus": [...], "nvswitches": [...]}``,
+    each ``{"bus_id": "0000:17:00.0", "driver": "nvidia" | "vfio-pci" | None}`` (None: no driver bound);
+    empty where sysfs has no PCI bus (WSL, some containers)."""
+    out: dict = {"gpus": [], "nvswitches": []}
     try:
         entries = sorted(os.listdir(root))
     except OSError:
@@ -111,24 +113,23 @@ def _nvidia_functions(root: str, classes) -> list:
                 cls = int(fh.read().strip(), 16) >> 8
         except (OSError, ValueError):
             continue
-        if vendor != 0x10DE or cls not in classes:
+        kind = "gpus" if cls in GPU_CLASSES else "nvswitches" if cls == NVSWITCH_CLASS else None
+        if vendor != 0x10DE or kind is None:
             continue
         link = os.path.join(d, "driver")
-        out.append({"bus_id": bus_id.lower(),
-                    "driver": os.path.basename(os.readlink(link)) if os.path.islink(link) else None})
+        out[kind].append({"bus_id": bus_id.lower(),
+                          "driver": os.path.basename(os.readlink(link)) if os.path.islink(link) else None})
     return out
 
 
 def pci_gpus(root: str = SYS_PCI_DEVICES) -> list:
-    """NVIDIA GPUs on the PCI bus, whatever driver holds them, from sysfs (vendor 0x10de):
-    ``[{"bus_id": "0000:17:00.0", "driver": "nvidia" | "vfio-pci" | None}]`` (None: no driver bound);
-    [] where sysfs has no PCI bus (WSL, some containers)."""
-    return _nvidia_functions(root, GPU_CLASSES)
+    """NVIDIA GPUs on the PCI bus, whatever driver holds them (:func:`pci_nvidia`)."""
+    return pci_nvidia(root)["gpus"]
 
 
 def pci_nvswitches(root: str = SYS_PCI_DEVICES) -> list:
-    """NVSwitches on the PCI bus (same shape as :func:`pci_gpus`): an NVSwitch system needs the fabric manager."""
-    return _nvidia_functions(root, (NVSWITCH_CLASS,))
+    """NVSwitches on the PCI bus (:func:`pci_nvidia`): an NVSwitch system needs the fabric manager."""
+    return pci_nvidia(root)["nvswitches"]
 
 
 def nvml_snapshot(ctx) -> dict:
@@ -169,6 +170,7 @@ def _facts(ctx, idx, problems) -> dict:
     nvml_pick = idx.loader_pick("libnvidia-ml.so.1")
     cuda_pick = idx.loader_pick("libcuda.so.1")
     user_space = nvidia_driver_fmt.version_from_soname(os.path.basename(os.path.realpath(nvml_pick))) if nvml_pick else None
+    pci = pci_nvidia()  # one pass over sysfs for GPUs and NVSwitches
     return {
         "nvml": nvml_snapshot(ctx),
         "kernel_module": nvidia_driver_fmt.parse_proc_driver_version(proc) if proc else None,
@@ -178,6 +180,6 @@ def _facts(ctx, idx, problems) -> dict:
         "libcuda_loaded": cuda_pick,
         "user_space_version": user_space,
         "stub_libraries": stub_libraries(ctx, idx),
-        "pci_gpus": pci_gpus(),
-        "pci_nvswitches": pci_nvswitches(),
+        "pci_gpus": pci["gpus"],
+        "pci_nvswitches": pci["nvswitches"],
     }

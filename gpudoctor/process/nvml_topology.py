@@ -17,6 +17,9 @@ from __future__ import annotations
 from typing import Dict, List, Optional
 
 TOPOLOGY_LEVELS = {0: "INTERNAL", 10: "SINGLE", 20: "MULTIPLE", 30: "HOSTBRIDGE", 40: "NODE", 50: "SYSTEM"}
+#: The same levels as ``nvidia-smi topo -m`` names them (its legend), for reports users compare with it.
+NVIDIA_SMI_NAMES = {"INTERNAL": "board", "SINGLE": "PIX", "MULTIPLE": "PXB", "HOSTBRIDGE": "PHB", "NODE": "NODE",
+                    "SYSTEM": "SYS"}
 P2P_CAPS = {"read": 0, "write": 1, "nvlink": 2, "atomics": 3}
 P2P_STATUS = {0: "OK", 1: "CHIPSET_NOT_SUPPORTED", 2: "GPU_NOT_SUPPORTED", 3: "IOH_TOPOLOGY_NOT_SUPPORTED",
               4: "DISABLED_BY_REGKEY", 5: "NOT_SUPPORTED", 6: "UNKNOWN"}

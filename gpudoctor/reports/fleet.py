@@ -47,6 +47,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Dict, Iterable, List, Mapping, Optional, Tuple, Union
 
+from gpudoctor.process.nvml_topology import NVIDIA_SMI_NAMES
 from gpudoctor.reports.compare import _d, _l, _probe_facts, check_report
 
 _SEV_RANK = {"ok": 0, "info": 1, "warn": 2, "fail": 3}
@@ -427,10 +428,6 @@ def _gpus(report: dict) -> Optional[List[dict]]:
     return [g for g in _l(_d(drv.get("nvml")).get("gpus")) if isinstance(g, dict)]
 
 
-_TOPO_SHORT = {"INTERNAL": "board", "SINGLE": "PIX", "MULTIPLE": "PXB", "HOSTBRIDGE": "PHB", "NODE": "NODE",
-               "SYSTEM": "SYS"}
-
-
 def topology_fingerprint(report: dict) -> Optional[str]:
     """How the node's GPUs are wired, in one comparable line (None without NVML's answer):
     ``"8 GPUs; NVLink active 18x8; pairs NODE x12, SYS x16; P2P refused 0/28"``. A node with a GPU
@@ -448,7 +445,7 @@ def topology_fingerprint(report: dict) -> Optional[str]:
         parts.append("NVLink active " + ", ".join(f"{k}x{v}" for k, v in sorted(counts.items(), reverse=True)))
     pairs = [p for p in _l(nvml.get("pairs")) if isinstance(p, dict)]
     if pairs:
-        levels = Counter(_TOPO_SHORT.get(p.get("topology"), str(p.get("topology"))) for p in pairs)
+        levels = Counter(NVIDIA_SMI_NAMES.get(p.get("topology"), str(p.get("topology"))) for p in pairs)
         parts.append("pairs " + ", ".join(f"{k} x{v}" for k, v in sorted(levels.items())))
         refused = sum(1 for p in pairs if any(v != "OK" for k, v in _d(p.get("p2p")).items() if k in ("read", "write")))
         parts.append(f"P2P refused {refused}/{len(pairs)}")

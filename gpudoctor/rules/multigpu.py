@@ -12,6 +12,7 @@ from typing import Dict, List
 
 from gpudoctor.findings import Finding, Fix, Severity
 from gpudoctor.formats import nccl_env as nccl_env_fmt
+from gpudoctor.process.nvml_topology import NVIDIA_SMI_NAMES
 
 TROUBLESHOOTING = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html"
 NCCL_ENV_DOC = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html"
@@ -22,8 +23,7 @@ SHM_MIN_BYTES = 1 << 30
 WHERE_SET = "grep -n NCCL_ ~/.bashrc ~/.profile /etc/nccl.conf ~/.nccl.conf /etc/environment 2>/dev/null"
 
 # nvidia-smi's names for the PCIe levels, as users see them in `nvidia-smi topo -m`.
-TOPO_SHORT = {"INTERNAL": "board", "SINGLE": "PIX", "MULTIPLE": "PXB", "HOSTBRIDGE": "PHB", "NODE": "NODE",
-              "SYSTEM": "SYS"}
+TOPO_SHORT = NVIDIA_SMI_NAMES  # as users see them in `nvidia-smi topo -m`
 
 
 def _nvml(facts) -> dict:
@@ -138,13 +138,19 @@ def _nvlink_peers(gpus) -> Dict[tuple, int]:
     return out
 
 
-def topology(facts, ctx) -> List[Finding]:
-    """The wiring of a multi-GPU node, pair by pair, as a ✓ line (the problems have their own findings)."""
+def _wiring(facts):
+    """(GPUs, NVML's pairs, {(a, b): NVLink links}) of a node with two or more GPUs, else None."""
     gpus = _gpus(facts)
     pairs = _nvml(facts).get("pairs") or []
-    if len(gpus) < 2 or not pairs:
+    return (gpus, pairs, _nvlink_peers(gpus)) if len(gpus) >= 2 and pairs else None
+
+
+def topology(facts, ctx) -> List[Finding]:
+    """The wiring of a multi-GPU node, pair by pair, as a ✓ line (the problems have their own findings)."""
+    wiring = _wiring(facts)
+    if wiring is None:
         return []
-    nvl = _nvlink_peers(gpus)
+    gpus, pairs, nvl = wiring
     ev, ok, links = {}, 0, 0
     for p in pairs:
         n = nvl.get((p["a"], p["b"]))
@@ -160,11 +166,10 @@ def topology(facts, ctx) -> List[Finding]:
 
 def p2p_unavailable(facts, ctx) -> List[Finding]:
     """Peer access refused between GPUs that share a PCIe switch, a board or NVLink."""
-    gpus = _gpus(facts)
-    pairs = _nvml(facts).get("pairs") or []
-    if len(gpus) < 2 or not pairs:
+    wiring = _wiring(facts)
+    if wiring is None:
         return []
-    nvl = _nvlink_peers(gpus)
+    gpus, pairs, nvl = wiring
     bad = []
     for p in pairs:
         key = (p["a"], p["b"])
