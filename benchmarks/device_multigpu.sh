@@ -29,4 +29,4 @@ if [ "$NGPU" -lt 2 ] && [ -n "$NCCL" ]; then
   echo "== multigpu-smoke --self-test (one GPU: copy to itself, one-rank NCCL all-reduce)"
   python3 -m gpudoctor.process.worker multigpu-smoke --self-test --nccl "$NCCL" 2>&1 | tail -1 | cut -c1-1200
 fi
-echo "== bench"; python3 benchmarks/bench_check.py --runs "${RUNS:-5}" --json "$OUT/bench-check.json" 2>&1 | tee "$OUT/bench-check.txt"
+[ "${BENCH:-1}" = 1 ] && echo "== bench" && python3 benchmarks/bench_check.py --runs "${RUNS:-5}" --json "$OUT/bench-check.json" 2>&1 | tee "$OUT/bench-check.txt"

@@ -536,3 +536,64 @@ def test_nvswitches_are_found_in_sysfs_apart_from_gpus(tmp_path):
         (d / "class").write_text(cls + "\n")
     assert [g["bus_id"] for g in driver.pci_gpus(str(tmp_path))] == ["0000:17:00.0"]
     assert driver.pci_nvswitches(str(tmp_path)) == [{"bus_id": "0000:a1:00.0", "driver": None}]
+
+
+# --- The real 2-GPU answer: an H200 ×2 VM (NVSwitch not on the guest's bus), recorded by
+# benchmarks/device_multigpu.sh into docs/examples/h200x2-check.json; nvidia-smi topo -m printed NV18.
+
+H200X2 = json.load(open(os.path.join(ROOT, "docs", "examples", "h200x2-check.json")))
+
+
+def _h200x2_facts():
+    return {n: copy.deepcopy(p["facts"]) for n, p in H200X2["probes"].items() if p["status"] == "ok"}
+
+
+def test_real_h200_pair_on_nvswitch_links_is_nv18_as_nvidia_smi_says():
+    """NVML's common ancestor is the PCIe host bridge (PHB) and every link's remote is the switch at
+    ffffffff:ff:ff.0: the pair is still joined by 18 NVLinks, as nvidia-smi topo -m printed."""
+    findings = judge(_h200x2_facts())
+    (topo,) = by_id(findings, "gpu.topology")
+    assert "1 of 1 pairs joined by NVLink" in topo.title
+    assert topo.evidence == {"GPU 0-1": "NV18, P2P OK"}
+    # the image's real second cuDNN (apt 9.14 beside torch's 9.19), as on the H100
+    assert [f.id for f in findings if f.severity.rank >= Severity.WARN.rank] == ["cudnn.mismatch"]
+    assert by_id(findings, "smoke.p2p", Severity.OK) and by_id(findings, "smoke.nccl", Severity.OK)
+
+
+def test_switch_links_do_not_join_a_pair_whose_nvlink_p2p_is_refused():
+    """Recorded answer, changed: NVML says NVLink P2P is not supported between the two (two fabric partitions)."""
+    facts = _h200x2_facts()
+    facts["driver"]["nvml"]["pairs"][0]["p2p"]["nvlink"] = "NOT_SUPPORTED"
+    (topo,) = by_id(judge(facts), "gpu.topology")
+    assert "0 of 1 pairs joined by NVLink" in topo.title and topo.evidence["GPU 0-1"].startswith("PHB")
+
+
+def _hide_second_gpu(facts, env_vars=None):
+    """The real answer as CUDA_VISIBLE_DEVICES=0 left it on that machine (its text run is in
+    docs/examples/h200x2-multigpu.txt): the variable parsed by the real parser, CUDA listing GPU 0 only."""
+    from gpudoctor.formats.cuda_env import parse_cuda_visible_devices
+    facts["environment"]["cuda_visible_devices"] = parse_cuda_visible_devices("0")
+    facts["environment"]["scheduler_vars"] = env_vars or {}
+    facts["cuda"]["api"]["devices"] = facts["cuda"]["api"]["devices"][:1]
+    return facts
+
+
+def test_cuda_visible_devices_hiding_one_of_two_gpus_is_a_warning_naming_it():
+    (f,) = by_id(judge(_hide_second_gpu(_h200x2_facts())), "device.partly_hidden")
+    assert f.severity == Severity.WARN
+    assert f.title.startswith("CUDA_VISIBLE_DEVICES=0 hides 1 of 2 GPUs from CUDA: GPU 1 (NVIDIA H200, 00000000:00:07.0)")
+    assert f.evidence["hidden"] == ["GPU-e1f4d00b-97a2-dd56-55f7-dd592b87d7c6"]
+    assert "unset CUDA_VISIBLE_DEVICES" in f.fixes[0].commands
+    assert not by_id(judge(_hide_second_gpu(_h200x2_facts())), "device.visible")
+
+
+def test_a_scheduler_hiding_gpus_for_its_job_is_not_a_warning():
+    (f,) = by_id(judge(_hide_second_gpu(_h200x2_facts(), {"SLURM_JOB_ID": "4242"})), "device.partly_hidden")
+    assert f.severity == Severity.OK and "batch scheduler" in f.title and not f.fixes
+
+
+def test_a_gpu_missing_from_cuda_without_the_variable_is_a_warning():
+    facts = _h200x2_facts()
+    facts["cuda"]["api"]["devices"] = facts["cuda"]["api"]["devices"][1:]
+    (f,) = by_id(judge(facts), "device.partly_hidden")
+    assert f.severity == Severity.WARN and f.title.startswith("CUDA sees 1 of the 2 GPUs NVML sees; missing: GPU 0")

@@ -10,6 +10,8 @@ _CUDA_DIR_VERSION = re.compile(r"cuda[-_/]?(\d{1,2}\.\d)(?![\d])", re.IGNORECASE
 TOOL_VARS = ("CUDA_HOME", "CUDA_PATH", "CUDA_ROOT", "CUDAHOSTCXX", "NVCC_CCBIN", "NVCC_APPEND_FLAGS",
              "NVCC_PREPEND_FLAGS", "CUDA_DEVICE_ORDER", "CUDA_MODULE_LOADING", "CUDA_LAUNCH_BLOCKING",
              "TORCH_CUDA_ARCH_LIST", "CUDA_CACHE_DISABLE", "CUDA_FORCE_PTX_JIT", "CUDA_DISABLE_PTX_JIT")
+# A batch scheduler's job: it sets CUDA_VISIBLE_DEVICES to the job's GPUs on purpose.
+SCHEDULER_VARS = ("SLURM_JOB_ID", "SLURM_STEP_GPUS", "SLURM_JOB_GPUS", "PBS_JOBID", "LSB_JOBID", "FLUX_JOB_ID")
 
 
 def cuda_version_in_path(path: str):
@@ -47,6 +49,7 @@ def probe(ctx) -> dict:
         "ld_library_path": _path_entries(ctx.env.get("LD_LIBRARY_PATH", "")),
         "path_cuda_entries": path_entries,
         "vars": {k: ctx.env[k] for k in TOOL_VARS if k in ctx.env},
+        "scheduler_vars": {k: ctx.env[k] for k in SCHEDULER_VARS if k in ctx.env},
         "var_cuda_versions": {k: v for k in ("CUDA_HOME", "CUDA_PATH") if k in ctx.env
                               for v in [cuda_version_in_path(ctx.env[k])] if v},
     }

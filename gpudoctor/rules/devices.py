@@ -39,6 +39,8 @@ def visibility(facts, ctx):
         return []  # nothing hides the GPUs: the NVSwitch fabric is down (nvlink.fabric_down says so)
     if not problems and ngpu and init is not None and init != "CUDA_SUCCESS":
         problems.append(f"NVML sees {ngpu} GPU(s) but cuInit returned {init}")
+    if not problems and init == "CUDA_SUCCESS" and 0 < cuda_count < ngpu:
+        return [_partly_hidden(facts, nvml, api, cvd, ev)]
     if not problems:
         if ngpu:
             return [Finding("device.visible", Severity.OK, "devices",
@@ -51,6 +53,31 @@ def visibility(facts, ctx):
     severity = Severity.FAIL if (init != "CUDA_SUCCESS" or cuda_count == 0) else Severity.WARN
     return [Finding("device.not_visible", severity, "devices", "GPUs hidden from CUDA: " + "; ".join(problems),
                     evidence=ev, fixes=tuple(fixes), doc=VIS_DOC)]
+
+
+def _partly_hidden(facts, nvml, api, cvd, ev) -> Finding:
+    """CUDA runs on some of the GPUs NVML sees: which ones are missing (by UUID) and what hid them."""
+    seen = {d.get("uuid") for d in api.get("devices") or []}
+    hidden = [g for g in nvml.get("gpus") or [] if g.get("uuid") and g["uuid"] not in seen]
+    shown = ", ".join(f"GPU {g.get('index')} ({g.get('name')}, {g.get('pci_bus_id')})" for g in hidden) or "?"
+    jobs = facts["environment"].get("scheduler_vars") or {}
+    ev = dict(ev, hidden=[g.get("uuid") for g in hidden], **({"scheduler": jobs} if jobs else {}))
+    n, total = len(api.get("devices") or []), len(nvml.get("gpus") or [])
+    if cvd.get("set"):
+        title = f"CUDA_VISIBLE_DEVICES={cvd.get('raw')} hides {total - n} of {total} GPUs from CUDA: {shown}"
+        fixes = (Fix("If this process should use every GPU, unset the variable (and find where it is set).",
+                     ("unset CUDA_VISIBLE_DEVICES",
+                      "grep -n CUDA_VISIBLE_DEVICES ~/.bashrc ~/.profile /etc/environment 2>/dev/null")),)
+    else:
+        title = f"CUDA sees {n} of the {total} GPUs NVML sees; missing: {shown}"
+        fixes = (Fix("Compare what the driver and CUDA see; a GPU in MIG mode, an unhealthy GPU or a container "
+                     "given only some /dev/nvidia* devices drops out of CUDA's list.", ("nvidia-smi -L", "nvidia-smi -q -d MIG")),)
+    # A scheduler sets the variable to the job's GPUs on purpose: say so, do not warn.
+    severity = Severity.OK if (jobs and cvd.get("set")) else Severity.WARN
+    return Finding("device.partly_hidden", severity, "devices",
+                   title + (" (set by the batch scheduler for this job)" if severity is Severity.OK else ""),
+                   evidence=ev, fixes=() if severity is Severity.OK else fixes,
+                   detail="Multi-GPU jobs, NCCL and the peer-copy smoke test use only the GPUs CUDA sees.", doc=VIS_DOC)
 
 
 def gpu_health(facts, ctx):
