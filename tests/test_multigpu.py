@@ -597,3 +597,14 @@ def test_a_gpu_missing_from_cuda_without_the_variable_is_a_warning():
     facts["cuda"]["api"]["devices"] = facts["cuda"]["api"]["devices"][1:]
     (f,) = by_id(judge(facts), "device.partly_hidden")
     assert f.severity == Severity.WARN and f.title.startswith("CUDA sees 1 of the 2 GPUs NVML sees; missing: GPU 0")
+
+
+def test_fleet_names_the_real_h200_pair_nv18_and_singles_out_a_node_with_links_down():
+    from gpudoctor.reports.fleet import topology_fingerprint
+
+    healthy = copy.deepcopy(H200X2)
+    degraded = copy.deepcopy(H200X2)
+    for link in degraded["probes"]["driver"]["facts"]["nvml"]["gpus"][1]["nvlinks"][:4]:
+        link["active"] = False  # the recorded answer, changed: 4 of GPU 1's 18 links down
+    assert topology_fingerprint(healthy) == "2 GPUs; NVLink active 18x2; pairs NV18 x1; P2P refused 0/1"
+    assert topology_fingerprint(degraded) == "2 GPUs; NVLink active 18x1, 14x1; pairs NV14 x1; P2P refused 0/1"

@@ -47,7 +47,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Dict, Iterable, List, Mapping, Optional, Tuple, Union
 
-from gpudoctor.process.nvml_topology import NVIDIA_SMI_NAMES
+from gpudoctor.process.nvml_topology import NVIDIA_SMI_NAMES, nvlink_pairs
 from gpudoctor.reports.compare import _d, _l, _probe_facts, check_report
 
 _SEV_RANK = {"ok": 0, "info": 1, "warn": 2, "fail": 3}
@@ -430,7 +430,7 @@ def _gpus(report: dict) -> Optional[List[dict]]:
 
 def topology_fingerprint(report: dict) -> Optional[str]:
     """How the node's GPUs are wired, in one comparable line (None without NVML's answer):
-    ``"8 GPUs; NVLink active 18x8; pairs NODE x12, SYS x16; P2P refused 0/28"``. A node with a GPU
+    ``"8 GPUs; NVLink active 18x8; pairs NV18 x28; P2P refused 0/28"`` (pairs without NVLink by PCIe level). A node with a GPU
     missing, a link down or peer access refused differs from its siblings in this line."""
     drv = _probe_facts(report, "driver")
     nvml = _d(drv.get("nvml")) if drv is not None else {}
@@ -445,7 +445,12 @@ def topology_fingerprint(report: dict) -> Optional[str]:
         parts.append("NVLink active " + ", ".join(f"{k}x{v}" for k, v in sorted(counts.items(), reverse=True)))
     pairs = [p for p in _l(nvml.get("pairs")) if isinstance(p, dict)]
     if pairs:
-        levels = Counter(NVIDIA_SMI_NAMES.get(p.get("topology"), str(p.get("topology"))) for p in pairs)
+        try:  # a pair joined by NVLink is named as nvidia-smi topo -m names it (NV18), else by its PCIe level
+            nv = nvlink_pairs([g for g in gpus if isinstance(g.get("index"), int)], pairs)
+        except (AttributeError, TypeError, ValueError):
+            nv = {}  # a malformed report: its pairs keep their PCIe names
+        levels = Counter(f"NV{nv[(p.get('a'), p.get('b'))]}" if (p.get("a"), p.get("b")) in nv else
+                         NVIDIA_SMI_NAMES.get(p.get("topology"), str(p.get("topology"))) for p in pairs)
         parts.append("pairs " + ", ".join(f"{k} x{v}" for k, v in sorted(levels.items())))
         refused = sum(1 for p in pairs if any(v != "OK" for k, v in _d(p.get("p2p")).items() if k in ("read", "write")))
         parts.append(f"P2P refused {refused}/{len(pairs)}")

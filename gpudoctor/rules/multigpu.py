@@ -12,7 +12,7 @@ from typing import Dict, List
 
 from gpudoctor.findings import Finding, Fix, Severity
 from gpudoctor.formats import nccl_env as nccl_env_fmt
-from gpudoctor.process.nvml_topology import NVIDIA_SMI_NAMES
+from gpudoctor.process.nvml_topology import NVIDIA_SMI_NAMES, nvlink_pairs as _nvlink_peers, norm_bus as _norm_bus
 
 TROUBLESHOOTING = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html"
 NCCL_ENV_DOC = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html"
@@ -33,15 +33,6 @@ def _nvml(facts) -> dict:
 
 def _gpus(facts) -> List[dict]:
     return [g for g in _nvml(facts).get("gpus") or [] if "error" not in g]
-
-
-def _norm_bus(bus: str) -> str:
-    """``00000000:17:00.0`` (NVML) and ``0000:17:00.0`` (sysfs) name the same function."""
-    bus = (bus or "").lower()
-    parts = bus.split(":")
-    if len(parts) == 3 and all(c in "0123456789abcdef" for c in parts[0]) and parts[0]:
-        return f"{int(parts[0], 16):04x}:{parts[1]}:{parts[2]}"
-    return bus
 
 
 def gpu_missing(facts, ctx) -> List[Finding]:
@@ -118,40 +109,6 @@ def gpus_differ(facts, ctx) -> List[Finding]:
                    "or mis-plan GPUs that differ (MIG instances cannot take part in peer-to-peer or NCCL).",
             fixes=(fix,),
         ))
-    return out
-
-
-def _nvlink_peers(gpus, pairs=()) -> Dict[tuple, int]:
-    """{(a, b): active NVLinks between GPU a and GPU b (a < b)}, as ``nvidia-smi topo -m`` counts them (NV#).
-
-    A link whose remote end is a GPU counts for that pair; a link is seen from both ends, so each direction
-    is counted and the larger count kept. Links to an NVSwitch (HGX boards; in a VM the switch is not on
-    the guest's bus and NVML gives its bus id as ffffffff:ff:ff.0) join every pair of GPUs that both have
-    active switch links and whose NVLink P2P status is not refused: min(a's, b's) links, which is what
-    nvidia-smi printed on a real 2-GPU H200 VM (18 switch links each, NV18).
-    """
-    by_bus = {_norm_bus(g.get("pci_bus_id")): g["index"] for g in gpus if g.get("pci_bus_id")}
-    directed: Dict[tuple, int] = {}
-    switch_links: Dict[int, int] = {}
-    for g in gpus:
-        for link in g.get("nvlinks") or []:
-            if not link.get("active"):
-                continue
-            if link.get("remote_type") == "SWITCH":
-                switch_links[g["index"]] = switch_links.get(g["index"], 0) + 1
-                continue
-            other = by_bus.get(_norm_bus(link.get("remote_bus_id") or ""))
-            if other is not None and other != g["index"]:
-                directed[(g["index"], other)] = directed.get((g["index"], other), 0) + 1
-    out: Dict[tuple, int] = {}
-    for (a, b), n in directed.items():
-        key = (min(a, b), max(a, b))
-        out[key] = max(out.get(key, 0), n)
-    refused = {(p["a"], p["b"]) for p in pairs if (p.get("p2p") or {}).get("nvlink") not in (None, "OK")}
-    for a in switch_links:
-        for b in switch_links:
-            if a < b and (a, b) not in out and (a, b) not in refused:
-                out[(a, b)] = min(switch_links[a], switch_links[b])
     return out
 
 
