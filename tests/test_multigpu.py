@@ -608,3 +608,13 @@ def test_fleet_names_the_real_h200_pair_nv18_and_singles_out_a_node_with_links_d
         link["active"] = False  # the recorded answer, changed: 4 of GPU 1's 18 links down
     assert topology_fingerprint(healthy) == "2 GPUs; NVLink active 18x2; pairs NV18 x1; P2P refused 0/1"
     assert topology_fingerprint(degraded) == "2 GPUs; NVLink active 18x1, 14x1; pairs NV14 x1; P2P refused 0/1"
+
+
+def test_links_down_on_one_gpu_of_the_real_h200_pair():
+    facts = _h200x2_facts()
+    for link in facts["driver"]["nvml"]["gpus"][1]["nvlinks"][:4]:
+        link["active"] = False  # the recorded answer, changed
+    findings = judge(facts)
+    (f,) = by_id(findings, "nvlink.down")
+    assert f.severity == Severity.FAIL and "GPU 1: 14 of 18 active" in f.title
+    assert by_id(findings, "gpu.topology")[0].evidence == {"GPU 0-1": "NV14, P2P OK"}
