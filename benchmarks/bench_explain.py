@@ -33,7 +33,11 @@ CORPORA = (
     ("tests/corpus", "development corpus (the KB's hand signatures were written from these threads)"),
     ("tests/corpus_unseen", "held-out corpus 1 (gathered for issue 11; measured before tuning: "
                             "docs/explain/unseen-before.txt, unseen-after-general.txt; then tuned on)"),
-    ("tests/corpus_unseen2", "held-out corpus 2 (gathered after tuning; never tuned on)"),
+    ("tests/corpus_unseen2", "held-out corpus 2 (gathered after tuning; then tuned on)"),
+    ("tests/corpus_unseen3", "held-out corpus 3 (unusual tools and eras; measured before tuning, then tuned on)"),
+    ("tests/corpus_unseen4", "held-out corpus 4 (a representative sample; measured before tuning, then tuned on)"),
+    ("tests/corpus_unseen5", "held-out corpus 5 (62 threads never used before; 77.4% before tuning: "
+                             "docs/explain/unseen5.txt; then tuned on)"),
 )
 
 

@@ -8,10 +8,12 @@ title and fix templates; a missing one uses the signature's ``defaults``.
 """
 from __future__ import annotations
 
+import re
 import string
 from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
+from gpudoctor.explain.archcheck import no_such_architecture
 from gpudoctor.explain.codekb import NOT_ENV
 from gpudoctor.explain.context import CONTEXT_PREFIX, apply as apply_context
 from gpudoctor.explain.libraries import describe as describe_library
@@ -128,6 +130,28 @@ def diagnose(scanner: Scanner, live: Optional[Mapping[str, List[str]]] = None) -
             return None
         return _build(sig, [], score, scanner, list((live or {}).get(sig_id) or []), evidence)
 
+    out = [_unless_no_such_architecture(d) for d in out]
     # Best score first; on ties the class seen earliest in the log (the first error usually causes the rest).
     out.sort(key=lambda d: (-d.score, min(m.line_no for m in d.matches)))
     return apply_context(out, ctx, make) if ctx else out
+
+
+def _unless_no_such_architecture(d: Diagnosis) -> Diagnosis:
+    """nvcc refusing an architecture no GPU has (compute_71) is a wrong build flag, not an old toolkit."""
+    arch = d.finding.evidence.get("arch") if d.finding.id == "arch.toolkit_unsupported" else None
+    proof = no_such_architecture(str(arch)) if arch else None
+    if proof is None:
+        return d
+    num = re.sub(r"\D", "", str(arch))
+    near = " and ".join(proof["nearest_real"])
+    finding = Finding(
+        NOT_ENV, Severity.INFO, "program",
+        f"{arch} is the architecture of no NVIDIA GPU: the build flags ask for it by mistake, and a newer nvcc would refuse it too",
+        evidence=dict(d.finding.evidence, **proof),
+        detail=f"Compute capability {num[:-1]}.{num[-1]} does not exist (the nearest real ones are {near}); "
+               "look for a typo in -arch/-gencode, TORCH_CUDA_ARCH_LIST or CMAKE_CUDA_ARCHITECTURES.",
+        fixes=(Fix("Find where the build names it and correct it; list the architectures this nvcc can build:",
+                   (f"grep -rnE '(compute|sm)_{num}' --include=CMakeLists.txt --include='*.cmake' --include=Makefile "
+                    "--include='*.py' --include='*.mk' .", "nvcc --list-gpu-arch")),),
+        doc="https://docs.nvidia.com/cuda/cuda-compiler-driver-nvcc/index.html#gpu-feature-list")
+    return Diagnosis(finding, min(d.score, NOT_ENV_MAX), d.matches, d.confirmed_by)
