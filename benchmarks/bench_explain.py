@@ -38,6 +38,7 @@ CORPORA = (
     ("tests/corpus_unseen4", "held-out corpus 4 (a representative sample; measured before tuning, then tuned on)"),
     ("tests/corpus_unseen5", "held-out corpus 5 (62 threads never used before; 77.4% before tuning: "
                              "docs/explain/unseen5.txt; then tuned on)"),
+    ("tests/corpus_unseen6", "held-out corpus 6 (40 threads, gathered after corpus 5's round; measured once, never tuned on)"),
 )
 
 
