@@ -18,6 +18,7 @@ from gpudoctor.explain.codekb import NOT_ENV
 from gpudoctor.explain.context import CONTEXT_PREFIX, apply as apply_context
 from gpudoctor.explain.libraries import describe as describe_library
 from gpudoctor.explain.scan import Match, Scanner
+from gpudoctor.explain.xid import APPLICATION_XIDS, application_only
 from gpudoctor.findings import Finding, Fix, Severity
 
 __all__ = ["Diagnosis", "diagnose", "confidence_label", "NOT_ENV_MAX"]
@@ -130,10 +131,12 @@ def diagnose(scanner: Scanner, live: Optional[Mapping[str, List[str]]] = None) -
             return None
         return _build(sig, [], score, scanner, list((live or {}).get(sig_id) or []), evidence)
 
-    out = [_unless_no_such_architecture(d) for d in out]
+    out = [_unless_application_xid(_unless_no_such_architecture(d), scanner) for d in out]
     # Best score first; on ties the class seen earliest in the log (the first error usually causes the rest).
     out.sort(key=lambda d: (-d.score, min(m.line_no for m in d.matches)))
-    return apply_context(out, ctx, make) if ctx else out
+    out = apply_context(out, ctx, make) if ctx else out
+    seen: set = set()  # a class rewritten above (an application Xid) may meet the class it became: keep the first
+    return [d for d in out if not (d.finding.id in seen or seen.add(d.finding.id))]
 
 
 def _unless_no_such_architecture(d: Diagnosis) -> Diagnosis:
@@ -154,4 +157,25 @@ def _unless_no_such_architecture(d: Diagnosis) -> Diagnosis:
                    (f"grep -rnE '(compute|sm)_{num}' --include=CMakeLists.txt --include='*.cmake' --include=Makefile "
                     "--include='*.py' --include='*.mk' .", "nvcc --list-gpu-arch")),),
         doc="https://docs.nvidia.com/cuda/cuda-compiler-driver-nvcc/index.html#gpu-feature-list")
+    return Diagnosis(finding, min(d.score, NOT_ENV_MAX), d.matches, d.confirmed_by)
+
+
+def _unless_application_xid(d: Diagnosis, scanner: Scanner) -> Diagnosis:
+    """A log whose only sign of a GPU fault is Xid 13/31/43/45 points at the application (NVIDIA's Xid
+    catalogue: debug the application first), not at the GPU; any other Xid or health sign keeps gpu.health."""
+    if d.finding.id != "gpu.health" or not d.matches or any(m.variant.name != "xid" for m in d.matches):
+        return d
+    xids = application_only(m.vars.get("xid", "") for m in d.matches)
+    not_env = scanner.signatures.get(NOT_ENV)
+    if not xids or not_env is None:
+        return d
+    named = ", ".join(f"Xid {x} ({APPLICATION_XIDS[x]})" for x in xids)
+    fixes = tuple(Fix(str(f["summary"]), tuple(str(c) for c in f.get("commands") or ())) for f in not_env.fixes)
+    finding = Finding(
+        NOT_ENV, Severity.INFO, "program",
+        f"{named}: per NVIDIA's Xid catalogue, usually the application's own fault, not a failing GPU",
+        evidence=dict(d.finding.evidence, xids=xids), fixes=fixes, doc="https://docs.nvidia.com/deploy/xid-errors/index.html",
+        detail="The catalogue lists these Xids as caused mostly by the user application (a kernel that touched memory "
+               "it does not own, an engine exception, a process stopped mid-work); debug the application first, and "
+               "suspect the GPU only if the same code ran cleanly before a driver or hardware change.")
     return Diagnosis(finding, min(d.score, NOT_ENV_MAX), d.matches, d.confirmed_by)
