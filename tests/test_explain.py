@@ -459,3 +459,21 @@ def test_application_xids_point_at_the_program_not_the_gpu(xids, health):
         assert top.finding.id == "program.error" and top.score <= NOT_ENV_MAX
         assert top.finding.title.startswith(f"Xid {xids[0]} (")
         assert not any(d.finding.id == "program.error" for d in rest)  # one entry per class
+
+
+def test_fix_commands_keep_shell_expansions_as_written():
+    """Found on the H100: `echo "CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES-<unset>}"` came out as `$?`,
+    the template filler having taken the shell expansion for a field it did not know."""
+    from gpudoctor.explain.diagnose import _fill
+
+    checked = 0
+    for sig in KB:
+        for fix in sig.fixes:
+            for command in fix.get("commands") or ():
+                filled = _fill(str(command), sig.defaults)
+                assert filled.count("${") == str(command).count("${"), (sig.id, command, filled)
+                assert "$?" not in filled or "$?" in str(command), (sig.id, command, filled)
+                checked += "${" in str(command)
+    assert checked >= 1
+    (top, *_) = _explain("RuntimeError: No CUDA GPUs are available\n")
+    assert 'echo "CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES-<unset>}"' in top.finding.fixes[0].commands

@@ -32,11 +32,24 @@ class _Vars(dict):
         return "?"
 
 
+_SHELL_EXPANSION = re.compile(r"\$\{[^{}]*\}")
+
+
 def _fill(template: str, values: Mapping[str, str]) -> str:
+    """``template`` with ``{var}`` fields filled; shell expansions (``${CUDA_VISIBLE_DEVICES-<unset>}``) in
+    fix commands are left as written, never taken for fields."""
+    shell: List[str] = []
+
+    def keep(m: "re.Match[str]") -> str:
+        shell.append(m.group(0))
+        return f"\x00{len(shell) - 1}\x00"
+
+    protected = _SHELL_EXPANSION.sub(keep, template)
     try:
-        return string.Formatter().vformat(template, (), _Vars(values))
+        filled = string.Formatter().vformat(protected, (), _Vars(values))
     except (ValueError, IndexError):  # a brace the template did not mean as a field
         return template
+    return re.sub("\x00(\\d+)\x00", lambda m: shell[int(m.group(1))], filled)
 
 
 def confidence_label(score: float) -> str:
