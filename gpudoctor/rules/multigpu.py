@@ -12,7 +12,7 @@ from typing import Dict, List
 
 from gpudoctor.findings import Finding, Fix, Severity
 from gpudoctor.formats import nccl_env as nccl_env_fmt
-from gpudoctor.process.nvml_topology import NVIDIA_SMI_NAMES, nvlink_pairs as _nvlink_peers, norm_bus as _norm_bus
+from gpudoctor.process.nvml_topology import NVIDIA_SMI_NAMES, nvlink_pairs, norm_bus
 
 TROUBLESHOOTING = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html"
 NCCL_ENV_DOC = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html"
@@ -43,9 +43,9 @@ def gpu_missing(facts, ctx) -> List[Finding]:
     nvml = _nvml(facts)
     if not nvml:
         return []  # driver_state explains why NVML sees nothing
-    seen = {_norm_bus(g.get("pci_bus_id")) for g in nvml.get("gpus") or [] if g.get("pci_bus_id")}
+    seen = {norm_bus(g.get("pci_bus_id")) for g in nvml.get("gpus") or [] if g.get("pci_bus_id")}
     pci = facts["driver"].get("pci_gpus") or []
-    missing = [g for g in pci if g.get("driver") in ("nvidia", None) and _norm_bus(g["bus_id"]) not in seen]
+    missing = [g for g in pci if g.get("driver") in ("nvidia", None) and norm_bus(g["bus_id"]) not in seen]
     if not missing:
         return []
     other = [f"{g['bus_id']} ({g['driver']})" for g in pci if g.get("driver") not in ("nvidia", None)]
@@ -116,7 +116,7 @@ def _wiring(facts):
     """(GPUs, NVML's pairs, {(a, b): NVLink links}) of a node with two or more GPUs, else None."""
     gpus = _gpus(facts)
     pairs = _nvml(facts).get("pairs") or []
-    return (gpus, pairs, _nvlink_peers(gpus, pairs)) if len(gpus) >= 2 and pairs else None
+    return (gpus, pairs, nvlink_pairs(gpus, pairs)) if len(gpus) >= 2 and pairs else None
 
 
 def topology(facts, ctx) -> List[Finding]:
