@@ -49,6 +49,46 @@ ISSUE_LINES = [
 ]
 
 
+# Environment messages as the tools' own sources print them (each KB variant cites its file): the class
+# each must map to, with no thread behind them, so that the KB covers wordings before anyone reports them.
+TOOL_LINES = [
+    ("ValueError: Unknown CUDA arch (8.9+PTX) or GPU not supported", "arch.toolkit_unsupported"),
+    ("W tensorflow/core/common_runtime/gpu/gpu_device.cc:1934] Cannot dlopen some GPU libraries. Please make sure the "
+     "missing libraries mentioned above are installed properly if you would like to use GPU.", "library.not_found"),
+    ("nvidia-container-cli: initialization error: WSL environment detected but no adapters were found: unknown.",
+     "wsl.libcuda"),
+    ("[TensorRT] ERROR: ../rtSafe/cublas/cublasLtWrapper.cpp (74) - cuBLAS Error in CublasLtWrapper: 1 (Could not "
+     "initialize cublasLt. Please check CUDA installation.)", "tensorrt.cublas_tactic"),
+    ("  - nothing provides __cuda needed by pytorch-2.1.0-py3.10_cuda12.1_cudnn8.9.2_0", "driver.missing"),
+    ("The installed version of bitsandbytes was compiled without GPU support. 8-bit optimizers, 8-bit multiplication, "
+     "and GPU quantization are unavailable.", "framework.cpu_build"),
+    ("WARNING[XFORMERS]: xFormers can't load C++/CUDA extensions. xFormers was built for:", "framework.cuda_mismatch"),
+    ("RuntimeError: Cuda extensions are being compiled with a version of Cuda that does not match the version used to "
+     "compile Pytorch binaries.  Pytorch binaries were compiled with Cuda 11.7.", "framework.cuda_mismatch"),
+    ("nvcc fatal   : Value 'c++17' is not defined for option 'std'", "framework.cuda_mismatch"),
+    ("ValueError: Bfloat16 is only supported on GPUs with compute capability of at least 8.0. Your Tesla T4 GPU has "
+     "compute capability 7.5.", "arch.half_unsupported"),
+    ("RuntimeError: Found Tesla P100-PCIE-16GB which is too old to be supported by the triton GPU compiler, which is "
+     "used as the backend. Triton only supports devices of CUDA Capability >= 7.0, but your device is of CUDA "
+     "capability 6.0", "arch.binary_missing"),
+    ("RuntimeError: FlashAttention only supports Ampere GPUs or newer.", "arch.binary_missing"),
+    ("deepspeed.ops.op_builder.builder.MissingCUDAException: CUDA_HOME does not exist, unable to compile CUDA op(s)",
+     "env.cuda_home"),
+    ("src/kernel.cu:3:10: fatal error: cuda_runtime.h: No such file or directory", "env.cuda_home"),
+    ("C:\\src\\ops.cpp(2): fatal error C1083: Cannot open include file: 'cuda_runtime.h': No such file or directory",
+     "env.cuda_home"),
+    ("csrc/gemm.cu:5:10: fatal error: cublas_v2.h: No such file or directory", "library.not_found"),
+    ("ERROR: Unable to load the 'nvidia-drm' kernel module.", "driver.not_loaded"),
+    ("NVRM: GPU 0000:01:00.0: RmInitAdapter failed! (0x26:0xffff:1474)", "gpu.health"),
+]
+
+
+@pytest.mark.parametrize("line,expected", TOOL_LINES)
+def test_tool_messages_from_their_sources(line, expected):
+    ranked = _explain("some unrelated output\n" + line + "\nmore output\n")
+    assert ranked and ranked[0].finding.id == expected, [(d.finding.id, d.score) for d in ranked]
+
+
 def _explain(text: str):
     sc = Scanner(KB)
     sc.feed(text.encode())
