@@ -80,6 +80,12 @@ TOOL_LINES = [
     ("csrc/gemm.cu:5:10: fatal error: cublas_v2.h: No such file or directory", "library.not_found"),
     ("ERROR: Unable to load the 'nvidia-drm' kernel module.", "driver.not_loaded"),
     ("NVRM: GPU 0000:01:00.0: RmInitAdapter failed! (0x26:0xffff:1474)", "gpu.health"),
+    # numbers in the forms tools print them (glog CHECKs, "returned N"), and NVIDIA's documented OOM statuses
+    ("F0101 common.cpp:152] Check failed: error == cudaSuccess (35 vs. 0)", "driver.too_old"),
+    ("cudaGetDeviceCount returned 100", "device.not_visible"),
+    ("cuDNN error: CUDNN_STATUS_ALLOC_FAILED", "cuda.out_of_memory"),
+    ("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Failed to allocate request for 2.00GiB (2147483648B) "
+     "on device ordinal 0", "cuda.out_of_memory"),
 ]
 
 

@@ -129,6 +129,14 @@ def generated_variants(data: dict) -> Dict[str, List[dict]]:
         for lit in ("cuda error", "cuda_error", "curesult", "cudaerror"):
             add(cls, {"name": f"CUDA error number ({lit})", "anchor": lit, "literal": lit, "regex": regex,
                       "weight": weight, "source": src, "vars": {}})
+        # glog CHECKs (Caffe, TensorFlow 1.x, MXNet): "Check failed: error == cudaSuccess (35 vs. 0)".
+        add(cls, {"name": "CUDA error number (glog CHECK against cudaSuccess)", "anchor": "success (", "literal": "success (",
+                  "regex": rf"(?:cudasuccess|cuda_success) \((?P<number>{alternation}) vs\. 0\)", "weight": weight,
+                  "source": src, "vars": {}})
+        # The CUDA samples and many tools: "cudaGetDeviceCount returned 35", "cuInit() returned 999".
+        add(cls, {"name": "CUDA error number (an API call 'returned N')", "anchor": "returned ", "literal": "returned ",
+                  "regex": rf"\bcu(?:da)?[a-z]\w*(?:\(\))? returned (?:error )?(?P<number>{alternation})(?![\w.])",
+                  "weight": weight, "source": src, "vars": {}})
         # Numba's driver errors: "[222] Call to cuLinkAddData results in UNKNOWN_CUDA_ERROR" (a CUresult).
         add(cls, {"name": "CUresult number (Numba)", "anchor": "] call to cu", "literal": "] call to cu",
                   "regex": rf"\[(?P<number>{alternation})\] call to cu\w+", "weight": weight, "source": src, "vars": {}})
