@@ -83,10 +83,23 @@ TOOL_LINES = [
     # numbers in the forms tools print them (glog CHECKs, "returned N"), and NVIDIA's documented OOM statuses
     ("F0101 common.cpp:152] Check failed: error == cudaSuccess (35 vs. 0)", "driver.too_old"),
     ("cudaGetDeviceCount returned 100", "device.not_visible"),
+    ("RuntimeError: Current CUDA Device does not support bfloat16. Please switch dtype to float16.",
+     "arch.half_unsupported"),
+    ("RuntimeError: apex.optimizers.FusedAdam requires cuda extensions", "framework.cpu_build"),
+    ("/usr/lib/gcc/x86_64-linux-gnu/12/include/avx512fp16intrin.h(38): error: vector_size attribute requires an "
+     "arithmetic or enum type", "compiler.unsupported"),
     ("cuDNN error: CUDNN_STATUS_ALLOC_FAILED", "cuda.out_of_memory"),
     ("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Failed to allocate request for 2.00GiB (2147483648B) "
      "on device ordinal 0", "cuda.out_of_memory"),
 ]
+
+
+def test_the_device_linker_nvlink_is_not_an_nvlink_fault():
+    """nvcc's device linker is also called nvlink: its "nvlink fatal : ..." is a build error, not a GPU link down."""
+    ranked = _explain("nvlink fatal   : Could not open input file '/usr/local/cuda/lib64/libcudadevrt.a'\n")
+    assert "gpu.health" not in [d.finding.id for d in ranked]
+    ranked = _explain("NVRM: GPU at PCI:0000:07:00: nvlink fatal error detected on link 3\n")
+    assert ranked and ranked[0].finding.id == "gpu.health"
 
 
 @pytest.mark.parametrize("line,expected", TOOL_LINES)
