@@ -9,6 +9,9 @@ error text alone cannot tell apart:
   ``docker run`` line that passes no GPU (no ``--gpus``, ``--runtime=nvidia``, ``--device
   nvidia.com/gpu``/``/dev/nvidia*``, CDI) mean the container was started without GPUs:
   ``container.no_gpu``, ahead of the symptom;
+- "no driver" or "no device" inside a container (Docker's 12-hex hostname in a prompt, Compose
+  starting containers) with no ``docker run`` line shown: the container was not given the GPU
+  (``container.no_gpu``);
 - the same symptoms with ``CUDA_VISIBLE_DEVICES`` set to nothing (``""``, ``-1``, ``NoDevFiles``)
   mean the GPUs were hidden: ``device.not_visible``;
 - the same symptoms on WSL (``microsoft-standard-WSL2``, ``/usr/lib/wsl``) point at WSL's libcuda:
@@ -45,6 +48,13 @@ _RULES = (  # (kind, literal, regex on the line)
     ("container_run", "docker run", r"\bdocker run\b"),
     ("container_run", "podman run", r"\bpodman run\b"),
     ("container_run", "nvidia-docker run", r"\bnvidia-docker run\b"),
+    # Signs that the program ran inside a container (the GPU options themselves are not in the log):
+    # Docker's default hostname is the container's 12-hex id, Compose prints the containers it starts.
+    ("in_container", "root@", r"\broot@[0-9a-f]{12}:"),
+    ("in_container", "creating ", r"^\s*creating \S+ \.\.\. done"),
+    ("in_container", "container ", r"^\W*container \S+\s+(?:started|created|running)\s*$"),
+    ("in_container", "docker-compose ", r"\bdocker-compose (?:up|run)\b"),
+    ("in_container", "docker compose ", r"\bdocker compose (?:up|run)\b"),
     ("nvcc", "nvcc ", r"(?:^|[\s/'\"$>])nvcc(?:\.exe)?\s+-"),
     ("visible", "cuda_visible_devices", r"cuda_visible_devices\s*[=:]"),
     ("wsl", "microsoft-standard", r"microsoft-standard"),
@@ -76,6 +86,7 @@ _GPU_FLAG = re.compile(r"--gpus|--runtime[= ]nvidia|nvidia\.com/gpu|--device[= ]
                        r"\bnvidia-docker\b|--device[= ]\S*gpu", re.I)
 _HIDDEN = re.compile(r"cuda_visible_devices\s*[=:]\s*(?:(?:\"\"|''|-1|none|nodevfiles|void)(?=[\s;,)]|$)|(?=[\s;]|$))", re.I)
 _NO_GPU_SYMPTOMS = ("driver.missing", "driver.not_loaded", "device.not_visible", "framework.cpu_build", "container.no_gpu")
+_NO_DRIVER_SYMPTOMS = ("driver.missing", "driver.not_loaded", "device.not_visible")
 _WSL_SYMPTOMS = ("driver.missing", "driver.not_loaded", "device.not_visible", "driver.no_permission", "library.not_found",
                  "driver.stub_library")
 
@@ -145,6 +156,15 @@ def apply(diags: list, ctx: Dict[str, List[Tuple[int, str]]], make) -> list:
         n, t = no_gpu_runs[0]
         promote("container.no_gpu", {"container_command": f"line {n}: {t}",
                                      "why": "the container was started without --gpus (or another GPU option)"}, top)
+    inside = ctx.get("in_container", [])
+    driver_symptom = [d for d in diags if d.finding.id in _NO_DRIVER_SYMPTOMS]
+    if driver_symptom and inside and not runs:
+        # Inside a container the driver comes from the host through the NVIDIA Container Toolkit: a
+        # container that finds no driver or device was not given the GPU.
+        n, t = inside[0]
+        promote("container.no_gpu", {"container": f"line {n}: {t[:200]}",
+                                     "why": "the program ran in a container that finds no NVIDIA driver or GPU"},
+                max(d.score for d in driver_symptom))
     hidden = [(n, t) for n, t in ctx.get("visible", []) if _HIDDEN.search(t)]
     if symptom and hidden and not no_gpu_runs:
         n, t = hidden[0]

@@ -112,6 +112,9 @@ class Scanner:
         return hits
 
     def _scan(self, body: bytes) -> None:
+        if b"\xe2\x80" in body:  # tools print ASCII quotes; forums and editors turn them into typographic ones
+            for fancy, plain in _QUOTES:
+                body = body.replace(fancy, plain)
         low = body.lower()
         hits = self._hits(low)
         seen = set()
@@ -145,6 +148,9 @@ class Scanner:
         if self.counts[key] >= _KEEP and sig.id.startswith("context.") and key not in self._done:
             self._done.add(key)
             self._stale = True
+
+
+_QUOTES = ((b"\xe2\x80\x98", b"'"), (b"\xe2\x80\x99", b"'"), (b"\xe2\x80\x9c", b'"'), (b"\xe2\x80\x9d", b'"'))
 
 
 def _automaton(literals: List[bytes]):
