@@ -86,15 +86,21 @@ def test_library_children_of_the_last_check_start_early_and_are_adopted(tmp_path
     _worker._asked_libraries.clear()  # other tests of this process ran checks
     _worker._asked_libraries.add(lib)
     _worker.remember_asked(sys.executable, env)
-    hint = tmp_path / "gpudoctor" / "prestart" / "libversions.json"
-    assert json.loads(hint.read_text()) == {sys.executable: [lib]}
+    cache = _worker._asked_cache(env)
+    entry = cache.get_files(_worker._asked_key(sys.executable))
+    assert entry and json.loads(open(entry["files"]["data.json"]).read()) == [lib]
     _worker.prestart_libraries(sys.executable, env)
     key = _worker._key(sys.executable, env, "libversions", (lib,))
     assert key in _worker._prestarted
     answer = _worker.run_worker(ProbeContext(env=env, timeout=30), "libversions", lib)
     assert key not in _worker._prestarted and "load_error" in answer[lib]
-    for garbage in ("not json", json.dumps({sys.executable: ["relative/path", 7, "/no/such/file"]}), "[1, 2]"):
-        hint.write_text(garbage)
+    # a tampered entry is dropped; a verified one naming no existing absolute path starts nothing
+    with open(entry["files"]["data.json"], "w") as fh:
+        fh.write(json.dumps([lib, lib]))
+    _worker.prestart_libraries(sys.executable, env)
+    assert not _worker._prestarted and cache.get_files(_worker._asked_key(sys.executable)) is None
+    for garbage in (["relative/path", 7, "/no/such/file"], {"a": 1}, "text"):
+        cache.put_json(_worker._asked_key(sys.executable), garbage)
         _worker.prestart_libraries(sys.executable, env)
         assert not _worker._prestarted
 

@@ -97,23 +97,22 @@ _asked_libraries: set = set()  # every library path this run asked a child about
 MAX_EARLY_LIBRARIES = 16
 
 
-def _asked_file(env) -> str:
-    from gpudoctor.process.cache import cache_root
+def _asked_cache(env):
+    from gpudoctor.process.cache import Cache
 
-    return os.path.join(cache_root(env), "prestart", "libversions.json")
+    return Cache("prestart", env=env)
+
+
+def _asked_key(python: str) -> dict:
+    return {"libversions_asked_by": python}
 
 
 def prestart_libraries(python: str, env) -> None:
     """Start the library-version children the last check ran with this interpreter (each dlopens a
     cuDNN/NCCL/cudart copy: 100-300 ms). Only a hint: a probe adopts a child only when it asks for the
-    same path with the same environment; the others are killed. Entries that are not existing absolute
-    paths are ignored (the file is never trusted further)."""
-    try:
-        with open(_asked_file(env), encoding="utf-8") as fh:
-            data = json.load(fh)
-    except (OSError, ValueError):
-        return
-    paths = data.get(python) if isinstance(data, dict) else None
+    same path with the same environment; the others are killed. The hint is a verified cache entry
+    (a tampered one is dropped), and entries that are not existing absolute paths are ignored."""
+    paths = _asked_cache(env).get_json(_asked_key(python))
     if not isinstance(paths, list):
         return
     good = [p for p in paths[:MAX_EARLY_LIBRARIES] if isinstance(p, str) and os.path.isabs(p) and os.path.isfile(p)]
@@ -124,23 +123,9 @@ def remember_asked(python: str, env) -> None:
     """Note this run's library paths for :func:`prestart_libraries` (written only when they changed)."""
     asked = sorted(_asked_libraries)[:MAX_EARLY_LIBRARIES]
     _asked_libraries.clear()
-    path = _asked_file(env)
-    try:
-        with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
-        data = data if isinstance(data, dict) else {}
-    except (OSError, ValueError):
-        data = {}
-    if data.get(python) == asked:
-        return
-    data[python] = asked
-    try:
-        from gpudoctor.process.atomic import write_atomic
-
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        write_atomic(path, json.dumps(data))
-    except OSError:
-        pass
+    cache = _asked_cache(env)
+    if cache.get_json(_asked_key(python)) != asked:
+        cache.put_json(_asked_key(python), asked)
 
 
 def ask_libraries(ctx, paths) -> dict:

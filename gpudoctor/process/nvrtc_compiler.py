@@ -31,22 +31,19 @@ class CompilerChild:
         """Fork the compiler now; None where fork is not available (the worker compiles in-process)."""
         if not hasattr(os, "fork"):
             return None
+        from gpudoctor.process.subproc import fork_call
+
         down_r, down_w = os.pipe()
         up_r, up_w = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # the child: never returns
-            code = 1
-            try:
-                from gpudoctor.process.subproc import _name_process
 
-                _name_process("gd:nvrtc-cc")  # in ps/top and bench_check, apart from the worker
-                os.close(down_w)
-                os.close(up_r)
-                with os.fdopen(down_r, "rb") as rfile, os.fdopen(up_w, "wb") as wfile:
-                    _serve(rfile, wfile, use_cache)
-                code = 0
-            finally:
-                os._exit(code)
+        def child() -> int:
+            os.close(down_w)
+            os.close(up_r)
+            with os.fdopen(down_r, "rb") as rfile, os.fdopen(up_w, "wb") as wfile:
+                _serve(rfile, wfile, use_cache)
+            return 0
+
+        pid = fork_call(child, "gd:nvrtc-cc")  # named in ps/top and bench_check, apart from the worker
         os.close(down_r)
         os.close(up_w)
         return cls(pid, os.fdopen(down_w, "wb"), os.fdopen(up_r, "rb"))

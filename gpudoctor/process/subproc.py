@@ -312,6 +312,30 @@ def can_fork() -> bool:
     return hasattr(os, "fork") and threading.active_count() == 1
 
 
+def fork_call(body, name: Optional[str] = None) -> int:
+    """Fork; in the child run ``body()`` (its return value is the exit code; an exception is printed on
+    stderr and exits 1) and leave with ``os._exit``, so the parent's atexit handlers and buffers stay
+    the parent's. ``name`` names the child in ps/top. Returns the child's pid, in the parent only."""
+    pid = os.fork()
+    if pid == 0:  # the child: never returns
+        code = 1
+        try:
+            if name:
+                _name_process(name)
+            code = int(body() or 0)
+        except BaseException:  # noqa: BLE001 - the child reports on stderr and exits, whatever happened
+            import traceback
+
+            traceback.print_exc()
+        finally:
+            try:
+                sys.stdout.flush()
+                sys.stderr.flush()
+            finally:
+                os._exit(code)
+    return pid
+
+
 def fork_start(label: Sequence[str], target, env: Mapping[str, str], name: Optional[str] = None) -> Started:
     """Like :func:`start`, for Python work of this very interpreter: fork, and in the child (own session,
     stdin from /dev/null, ``env`` as its environment) run ``target()`` (its return value is the exit
@@ -327,35 +351,22 @@ def fork_start(label: Sequence[str], target, env: Mapping[str, str], name: Optio
             stream.flush()
         except (AttributeError, OSError, ValueError):
             pass
-    pid = os.fork()
-    if pid == 0:  # the child: never returns
-        code = 1
-        try:
-            os.setsid()
-            devnull = os.open(os.devnull, os.O_RDONLY)
-            os.dup2(devnull, 0)
-            os.dup2(out_w, 1)
-            os.dup2(err_w, 2)
-            for fd in (devnull, out_r, out_w, err_r, err_w):
-                os.close(fd)
-            # the parent's sys.stdout may be anything (a test's capture, a pager's pipe): use the new fds
-            sys.stdout = open(1, "w", encoding="utf-8", errors="replace", closefd=False)
-            sys.stderr = open(2, "w", encoding="utf-8", errors="replace", closefd=False)
-            os.environ.clear()
-            os.environ.update(env)
-            if name:
-                _name_process(name)
-            code = int(target() or 0)
-        except BaseException:  # noqa: BLE001 - the child reports on stderr and exits, whatever happened
-            import traceback
+    def child() -> int:
+        os.setsid()
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.dup2(out_w, 1)
+        os.dup2(err_w, 2)
+        for fd in (devnull, out_r, out_w, err_r, err_w):
+            os.close(fd)
+        # the parent's sys.stdout may be anything (a test's capture, a pager's pipe): use the new fds
+        sys.stdout = open(1, "w", encoding="utf-8", errors="replace", closefd=False)
+        sys.stderr = open(2, "w", encoding="utf-8", errors="replace", closefd=False)
+        os.environ.clear()
+        os.environ.update(env)
+        return target()
 
-            traceback.print_exc()
-        finally:
-            try:
-                sys.stdout.flush()
-                sys.stderr.flush()
-            finally:
-                os._exit(code)
+    pid = fork_call(child, name)
     os.close(out_w)
     os.close(err_w)
     return Started(argv, _ForkedProc(pid, out_r, err_r), t0)
