@@ -87,6 +87,16 @@ TOOL_LINES = [
      "arch.half_unsupported"),
     ("RuntimeError: apex.optimizers.FusedAdam requires cuda extensions", "framework.cpu_build"),
     ("Outdated cuDNN installation found.", "cudnn.mismatch"),
+    ("Found GPU0 NVIDIA GeForce GTX 770 which is of cuda capability 3.0.\n    PyTorch no longer supports this GPU because "
+     "it is too old.", "arch.binary_missing"),
+    ("onnxruntime::python::CreateExecutionProviderInstance CUDA_PATH is set but CUDA wasnt able to be loaded. Please "
+     "install the correct version of CUDA andcuDNN", "library.not_found"),
+    ('cupy.cuda.compiler.CompileException: /tmp/x.cu(1): catastrophic error: cannot open source file "cuda_fp16.h"',
+     "env.cuda_home"),
+    ("stderr: nvidia-container-cli: device error: 2: unknown device: unknown.", "device.not_visible"),
+    ("E external/local_xla/xla/stream_executor/cuda/cuda_driver.cc:282] failed call to cuInit: UNKNOWN ERROR (34)",
+     "driver.stub_library"),
+    ("llama_model_load: error loading model: unable to allocate CUDA0 buffer", "cuda.out_of_memory"),
     ("Outdated cuBLAS installation found.", "framework.cuda_mismatch"),
     ("libtorch_cuda.so: undefined reference to `cudaLaunchKernelExC@libcudart.so.11.0'", "framework.cuda_mismatch"),
     ("[TensorRT] ERROR: INVALID_ARGUMENT: Cannot deserialize with an empty memory buffer.", "tensorrt.engine_invalid"),

@@ -133,6 +133,10 @@ def generated_variants(data: dict) -> Dict[str, List[dict]]:
         add(cls, {"name": "CUDA error number (glog CHECK against cudaSuccess)", "anchor": "success (", "literal": "success (",
                   "regex": rf"(?:cudasuccess|cuda_success) \((?P<number>{alternation}) vs\. 0\)", "weight": weight,
                   "source": src, "vars": {}})
+        # TensorFlow/XLA print a driver code they have no name for as "failed call to cuInit: UNKNOWN ERROR (34)".
+        add(cls, {"name": "CUresult number (TensorFlow 'UNKNOWN ERROR (N)')", "anchor": "unknown error (", "literal": "unknown error (",
+                  "regex": rf"(?:cuinit|cuda_driver\.cc)[^\n]{{0,80}}unknown error \((?P<number>{alternation})\)", "weight": weight,
+                  "source": src, "vars": {}})
         # The CUDA samples and many tools: "cudaGetDeviceCount returned 35", "cuInit() returned 999".
         add(cls, {"name": "CUDA error number (an API call 'returned N')", "anchor": "returned ", "literal": "returned ",
                   "regex": rf"\bcu(?:da)?[a-z]\w*(?:\(\))? returned (?:error )?(?P<number>{alternation})(?![\w.])",
