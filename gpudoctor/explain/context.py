@@ -62,11 +62,15 @@ _RULES = (  # (kind, literal, regex on the line)
     ("wsl", "wsl2", r"\bwsl2?\b"),
     ("wsl", "wsl", r"\bwsl\b"),
     ("wsl", "-microsoft", r"\d-microsoft\b"),  # WSL 1 kernels: 4.4.0-19041-Microsoft
-    ("wsl", "/mnt/c/", r"(?:^|[\s\"'=(])/mnt/[a-z]/"),  # WSL mounts Windows drives at /mnt/<letter>
-    ("wsl", "/mnt/d/", r"(?:^|[\s\"'=(])/mnt/[a-z]/"),
+    # WSL mounts Windows drives at /mnt/<letter> (also after a prompt's "user@host:")
+    ("wsl", "/mnt/c/", r"(?:^|[\s\"'=(:])/mnt/[a-z]/"),
+    ("wsl", "/mnt/d/", r"(?:^|[\s\"'=(:])/mnt/[a-z]/"),
     ("nvidia_smi_call", "nvidia-smi", r"[\"']nvidia-smi[\"']|\bnvidia-smi\b"),
     ("not_found", "filenotfounderror", r"filenotfounderror: \[(?:winerror|errno) 2\][^'\n]*$"),
     ("not_found", "command not found", r"command not found"),
+    # runc / Docker when the command the container runs does not exist in it
+    ("not_found", "executable file not found", r"executable file not found in \$?path"),
+    ("not_found", "exec user process caused", r"exec user process caused:? \W*no such file or directory"),
     ("driver_jit", "culink", r"culink\w*"),
     ("driver_jit", "cumoduleload", r"cumoduleload\w*"),
     ("driver_jit", "linkererror", r"linkererror"),
@@ -134,8 +138,6 @@ def apply(diags: list, ctx: Dict[str, List[Tuple[int, str]]], make) -> list:
     the cause (it returns None when the KB has no such class). Returns the list, re-sorted.
     """
     by_id = {d.finding.id: d for d in diags}
-    symptom = [d for d in diags if d.finding.id in _NO_GPU_SYMPTOMS]
-    top = max((d.score for d in symptom), default=0.0)
 
     def promote(sig_id: str, evidence: Dict[str, object], over: float) -> None:
         score = min(max(over + 0.05, 0.8), 0.97)
@@ -150,6 +152,14 @@ def apply(diags: list, ctx: Dict[str, List[Tuple[int, str]]], make) -> list:
             d.score = max(d.score, score)
             d.finding.evidence.update(evidence)
 
+    # First: a program that ran nvidia-smi and found no such program has no driver (a symptom the
+    # container rules below may still trace to a container started without the GPU).
+    if ctx.get("nvidia_smi_call") and ctx.get("not_found") and "driver.missing" not in by_id:
+        (n1, t1), (n2, t2) = ctx["nvidia_smi_call"][0], ctx["not_found"][0]
+        promote("driver.missing", {"command": f"line {n1}: {t1[:200]}", "error": f"line {n2}: {t2[:200]}",
+                                   "why": "a program ran nvidia-smi and the system found no such program"}, 0.8)
+    symptom = [d for d in diags if d.finding.id in _NO_GPU_SYMPTOMS]
+    top = max((d.score for d in symptom), default=0.0)
     runs = ctx.get("container_run", [])
     no_gpu_runs = [(n, t) for n, t in runs if not _GPU_FLAG.search(t)]
     if symptom and no_gpu_runs:
@@ -177,10 +187,6 @@ def apply(diags: list, ctx: Dict[str, List[Tuple[int, str]]], make) -> list:
     if ctx.get("wsl") and wsl_symptom and not no_gpu_runs:
         n, t = ctx["wsl"][0]
         promote("wsl.libcuda", {"wsl": f"line {n}: {t}"}, max(d.score for d in wsl_symptom))
-    if ctx.get("nvidia_smi_call") and ctx.get("not_found") and "driver.missing" not in by_id:
-        (n1, t1), (n2, t2) = ctx["nvidia_smi_call"][0], ctx["not_found"][0]
-        promote("driver.missing", {"command": f"line {n1}: {t1[:200]}", "error": f"line {n2}: {t2[:200]}",
-                                   "why": "a program ran nvidia-smi and the system found no such program"}, 0.8)
     mixed = by_id.get("toolkit.mixed")
     if ctx.get("driver_jit") and mixed and any("unsupported .version" in m.line.lower() for m in mixed.matches):
         n, t = ctx["driver_jit"][0]
