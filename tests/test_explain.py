@@ -87,6 +87,19 @@ TOOL_LINES = [
      "arch.half_unsupported"),
     ("RuntimeError: apex.optimizers.FusedAdam requires cuda extensions", "framework.cpu_build"),
     ("Outdated cuDNN installation found.", "cudnn.mismatch"),
+    ("ERROR: ggml was not compiled with any CUDA arch <= 610", "arch.binary_missing"),
+    ("Found GPU0 GeForce RTX 2080 which requires CUDA_VERSION >= 10000 to\n work properly, but your PyTorch was compiled",
+     "arch.binary_missing"),
+    ("CUDA SETUP: Problem: The main issue seems to be that the main CUDA runtime library was not detected.",
+     "library.not_found"),
+    ("CUDA SETUP: Required library version not found: libbitsandbytes_cuda121.so. Maybe you need to compile it from "
+     "source?", "framework.cuda_mismatch"),
+    ('level=INFO msg="unable to load cuda driver library" error="cudart init failure: 35"', "driver.too_old"),
+    ("nvidia-container-cli: ldcache error: open failed: /sbin/ldconfig.real: no such file or directory: unknown",
+     "container.no_gpu"),
+    ("nvidia-container-cli: container error: cgroup subsystem devices not found: unknown", "container.no_gpu"),
+    ("nvidia-container-cli: requirement error: unsatisfied condition: brand = tesla, unknown", "container.require_cuda"),
+    ('level=INFO source=gpu.go:252 msg="no compatible GPUs were discovered"', "device.not_visible"),
     ("I tensorflow/core/common_runtime/gpu/gpu_device.cc:1283] Ignoring visible gpu device (device: 0, name: Quadro "
      "K2000M, pci bus id: 0000:01:00.0, compute capability: 3.0) with Cuda compute capability 3.0. The minimum required "
      "Cuda capability is 3.5.", "arch.binary_missing"),

@@ -137,6 +137,10 @@ def generated_variants(data: dict) -> Dict[str, List[dict]]:
         add(cls, {"name": "CUresult number (TensorFlow 'UNKNOWN ERROR (N)')", "anchor": "unknown error (", "literal": "unknown error (",
                   "regex": rf"(?:cuinit|cuda_driver\.cc)[^\n]{{0,80}}unknown error \((?P<number>{alternation})\)", "weight": weight,
                   "source": src, "vars": {}})
+        # Ollama's GPU discovery: "cuda driver library init failure: 999", "cudart init failure: 35".
+        add(cls, {"name": "CUDA error number (Ollama 'init failure: N')", "anchor": "init failure", "literal": "init failure",
+                  "regex": rf"(?:cuda driver library|cudart|nvcuda) init failure:? (?P<number>{alternation})(?![\w.])", "weight": weight,
+                  "source": "https://github.com/ollama/ollama/blob/main/discover/gpu_info_nvcuda.c", "vars": {}})
         # The CUDA samples and many tools: "cudaGetDeviceCount returned 35", "cuInit() returned 999".
         add(cls, {"name": "CUDA error number (an API call 'returned N')", "anchor": "returned ", "literal": "returned ",
                   "regex": rf"\bcu(?:da)?[a-z]\w*(?:\(\))? returned (?:error )?(?P<number>{alternation})(?![\w.])",
