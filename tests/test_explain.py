@@ -88,6 +88,8 @@ TOOL_LINES = [
     ("RuntimeError: apex.optimizers.FusedAdam requires cuda extensions", "framework.cpu_build"),
     ("Outdated cuDNN installation found.", "cudnn.mismatch"),
     ("ERROR: ggml was not compiled with any CUDA arch <= 610", "arch.binary_missing"),
+    ("[TRT] [E] IBuilder::buildSerializedNetwork: Error Code 9: API Usage Error (Target GPU SM 61 is not supported by "
+     "this TensorRT release.)", "arch.binary_missing"),
     ("Found GPU0 GeForce RTX 2080 which requires CUDA_VERSION >= 10000 to\n work properly, but your PyTorch was compiled",
      "arch.binary_missing"),
     ("CUDA SETUP: Problem: The main issue seems to be that the main CUDA runtime library was not detected.",
