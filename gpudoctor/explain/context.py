@@ -48,6 +48,11 @@ _RULES = (  # (kind, literal, regex on the line)
     ("container_run", "docker run", r"\bdocker run\b"),
     ("container_run", "podman run", r"\bpodman run\b"),
     ("container_run", "nvidia-docker run", r"\bnvidia-docker run\b"),
+    # Singularity/Apptainer give a container the GPU only with --nv (or --nvccli)
+    ("container_run", "singularity exec", r"\bsingularity (?:exec|run|shell)\b"),
+    ("container_run", "singularity run", r"\bsingularity (?:exec|run|shell)\b"),
+    ("container_run", "apptainer exec", r"\bapptainer (?:exec|run|shell)\b"),
+    ("container_run", "apptainer run", r"\bapptainer (?:exec|run|shell)\b"),
     # Signs that the program ran inside a container (the GPU options themselves are not in the log):
     # Docker's default hostname is the container's 12-hex id, Compose prints the containers it starts.
     ("in_container", "root@", r"\broot@[0-9a-f]{12}:"),
@@ -55,6 +60,7 @@ _RULES = (  # (kind, literal, regex on the line)
     ("in_container", "container ", r"^\W*container \S+\s+(?:started|created|running)\s*$"),
     ("in_container", "docker-compose ", r"\bdocker-compose (?:up|run)\b"),
     ("in_container", "docker compose ", r"\bdocker compose (?:up|run)\b"),
+    ("in_container", "--container-image", r"--container-image[= ]"),  # Slurm's Pyxis plugin (enroot)
     ("nvcc", "nvcc ", r"(?:^|[\s/'\"$>])nvcc(?:\.exe)?\s+-"),
     ("visible", "cuda_visible_devices", r"cuda_visible_devices\s*[=:]"),
     ("wsl", "microsoft-standard", r"microsoft-standard"),
@@ -86,7 +92,7 @@ _RULES = (  # (kind, literal, regex on the line)
     ("toolkit_version", "/usr/local/cuda/bin", r"/usr/local/cuda/bin"),
     ("build_error", "undefined reference to", r"undefined reference to `_?_?cuda"),
 )
-_GPU_FLAG = re.compile(r"--gpus|--runtime[= ]nvidia|nvidia\.com/gpu|--device[= ]\S*nvidia|nvidia_visible_devices|"
+_GPU_FLAG = re.compile(r"--gpus|--runtime[= ]nvidia|nvidia\.com/gpu|--device[= ]\S*nvidia|nvidia_visible_devices|--nv\b|--nvccli|"
                        r"\bnvidia-docker\b|--device[= ]\S*gpu", re.I)
 _HIDDEN = re.compile(r"cuda_visible_devices\s*[=:]\s*(?:(?:\"\"|''|-1|none|nodevfiles|void)(?=[\s;,)]|$)|(?=[\s;]|$))", re.I)
 _NO_GPU_SYMPTOMS = ("driver.missing", "driver.not_loaded", "device.not_visible", "framework.cpu_build", "container.no_gpu")
