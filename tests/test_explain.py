@@ -88,6 +88,16 @@ TOOL_LINES = [
     ("RuntimeError: apex.optimizers.FusedAdam requires cuda extensions", "framework.cpu_build"),
     ("Outdated cuDNN installation found.", "cudnn.mismatch"),
     ("ERROR: ggml was not compiled with any CUDA arch <= 610", "arch.binary_missing"),
+    ("The CUDA driver could not be loaded. The library name used was 'libcuda.so'. The error was:", "driver.missing"),
+    ("CUDA binary kernel for this graphics card compute capability (8.9) not found.", "arch.binary_missing"),
+    ("NVRM: installed in this system is not supported by the", "driver.not_loaded"),
+    ("ERROR: The Nouveau kernel driver is currently in use by your system.  This driver is incompatible with the NVIDIA "
+     "driver", "driver.not_loaded"),
+    ("RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before calling "
+     "NumCudaDevices() that might have already set an error? Error 802: system not yet initialized", "driver.not_loaded"),
+    ("RuntimeError: device >= 0 && device < num_gpus INTERNAL ASSERT FAILED at \"../aten/src/ATen/cuda/CUDAContext.cpp\"",
+     "device.not_visible"),
+    ("GPU 00000000:3B:00.0: Detected Critical Xid Error", "gpu.health"),
     ("nvcc fatal   : The version ('10.0') of the host compiler ('Apple clang') is not supported", "compiler.unsupported"),
     ("cbindings/backend.cc:55 panic: Update GPU drivers. The maximum supported version is 12040 but blitzar requires "
      "12060", "driver.too_old"),

@@ -137,6 +137,11 @@ def generated_variants(data: dict) -> Dict[str, List[dict]]:
         add(cls, {"name": "CUresult number (TensorFlow 'UNKNOWN ERROR (N)')", "anchor": "unknown error (", "literal": "unknown error (",
                   "regex": rf"(?:cuinit|cuda_driver\.cc)[^\n]{{0,80}}unknown error \((?P<number>{alternation})\)", "weight": weight,
                   "source": src, "vars": {}})
+        # PyTorch: "Unexpected error from cudaGetDeviceCount(). Did you run ...? Error 802: system not yet initialized".
+        add(cls, {"name": "CUDA error number (PyTorch 'Unexpected error from cudaGetDeviceCount(). ... Error N')",
+                  "anchor": "numcudadevices()", "literal": "numcudadevices()",
+                  "regex": rf"numcudadevices\(\)[^\n]{{0,120}}error (?P<number>{alternation}):", "weight": max(weight, 0.8) if cls != NOT_ENV else weight,
+                  "source": "https://github.com/pytorch/pytorch/blob/main/c10/cuda/CUDAFunctions.cpp", "vars": {}})
         # Ollama's GPU discovery: "cuda driver library init failure: 999", "cudart init failure: 35".
         add(cls, {"name": "CUDA error number (Ollama 'init failure: N')", "anchor": "init failure", "literal": "init failure",
                   "regex": rf"(?:cuda driver library|cudart|nvcuda) init failure:? (?P<number>{alternation})(?![\w.])", "weight": weight,
