@@ -98,6 +98,13 @@ TOOL_LINES = [
     ("RuntimeError: device >= 0 && device < num_gpus INTERNAL ASSERT FAILED at \"../aten/src/ATen/cuda/CUDAContext.cpp\"",
      "device.not_visible"),
     ("GPU 00000000:3B:00.0: Detected Critical Xid Error", "gpu.health"),
+    ("nvcc fatal   : Could not set up the environment for Microsoft Visual Studio using 'C:/VS/vcvars64.bat'",
+     "compiler.unsupported"),
+    ("Invalid handle. Cannot load symbol cudnnCreateTensorDescriptor", "library.not_found"),
+    ("ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing "
+     "the engine.", "cuda.out_of_memory"),
+    ("ValueError: Requested float16 compute type, but the target device or backend do not support efficient float16 "
+     "computation.", "arch.half_unsupported"),
     ("nvcc fatal   : The version ('10.0') of the host compiler ('Apple clang') is not supported", "compiler.unsupported"),
     ("cbindings/backend.cc:55 panic: Update GPU drivers. The maximum supported version is 12040 but blitzar requires "
      "12060", "driver.too_old"),
