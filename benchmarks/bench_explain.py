@@ -50,6 +50,9 @@ CORPORA = (
     ("tests/corpus_unseen11", "held-out corpus 11 (35 threads from less common places, KB after corpus 10's round and a "
                               "second round from the tools' sources; 85.7% before tuning: docs/explain/unseen11.txt; "
                               "then tuned on)"),
+    ("tests/corpus_unseen12", "held-out corpus 12 (21 threads, recent years and new tools, KB after corpus 11's round and a "
+                              "third round from the tools' sources; 61.9% before tuning: docs/explain/unseen12.txt; "
+                              "then tuned on)"),
 )
 
 

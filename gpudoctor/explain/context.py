@@ -12,6 +12,8 @@ error text alone cannot tell apart:
 - "no driver" or "no device" inside a container (Docker's 12-hex hostname in a prompt, Compose
   starting containers) with no ``docker run`` line shown: the container was not given the GPU
   (``container.no_gpu``);
+- the same symptoms in a Slurm job (``srun``/``#SBATCH`` lines) that asks for no GPU (``--gres=gpu``,
+  ``--gpus``...): its cgroup hides the GPUs (``device.not_visible``);
 - the same symptoms with ``CUDA_VISIBLE_DEVICES`` set to nothing (``""``, ``-1``, ``NoDevFiles``)
   mean the GPUs were hidden: ``device.not_visible``;
 - the same symptoms on WSL (``microsoft-standard-WSL2``, ``/usr/lib/wsl``) point at WSL's libcuda:
@@ -61,6 +63,9 @@ _RULES = (  # (kind, literal, regex on the line)
     ("in_container", "docker-compose ", r"\bdocker-compose (?:up|run)\b"),
     ("in_container", "docker compose ", r"\bdocker compose (?:up|run)\b"),
     ("in_container", "--container-image", r"--container-image[= ]"),  # Slurm's Pyxis plugin (enroot)
+    # A Slurm job sees only the GPUs it asked for (--gres=gpu, --gpus...): cgroups hide the others
+    ("slurm_job", "srun ", r"(?:^|[\s$>;&|(])srun\s"),
+    ("slurm_job", "#sbatch", r"^\s*#sbatch\s"),
     ("nvcc", "nvcc ", r"(?:^|[\s/'\"$>])nvcc(?:\.exe)?\s+-"),
     ("visible", "cuda_visible_devices", r"cuda_visible_devices\s*[=:]"),
     ("wsl", "microsoft-standard", r"microsoft-standard"),
@@ -96,6 +101,7 @@ _GPU_FLAG = re.compile(r"--gpus|--runtime[= ]nvidia|nvidia\.com/gpu|--device[= ]
                        r"\bnvidia-docker\b|--device[= ]\S*gpu", re.I)
 _HIDDEN = re.compile(r"cuda_visible_devices\s*[=:]\s*(?:(?:\"\"|''|-1|none|nodevfiles|void)(?=[\s;,)]|$)|(?=[\s;]|$))", re.I)
 _NO_GPU_SYMPTOMS = ("driver.missing", "driver.not_loaded", "device.not_visible", "framework.cpu_build", "container.no_gpu")
+_SLURM_GPU = re.compile(r"--gres[= ]\S*gpu|--gpus|--gpus-per-\w+|--gpu-bind|--container-image|(?:^|\s)-G\s*\d", re.I)
 _NO_DRIVER_SYMPTOMS = ("driver.missing", "driver.not_loaded", "device.not_visible")
 _WSL_SYMPTOMS = ("driver.missing", "driver.not_loaded", "device.not_visible", "driver.no_permission", "library.not_found",
                  "driver.stub_library")
@@ -181,6 +187,11 @@ def apply(diags: list, ctx: Dict[str, List[Tuple[int, str]]], make) -> list:
         promote("container.no_gpu", {"container": f"line {n}: {t[:200]}",
                                      "why": "the program ran in a container that finds no NVIDIA driver or GPU"},
                 max(d.score for d in driver_symptom))
+    jobs = ctx.get("slurm_job", [])
+    if symptom and jobs and not runs and not any(_SLURM_GPU.search(t) for _, t in jobs):
+        n, t = jobs[0]
+        promote("device.not_visible", {"slurm_job": f"line {n}: {t[:200]}",
+                                       "why": "the Slurm job requested no GPU (no --gres=gpu or --gpus), so its cgroup hides them"}, top)
     hidden = [(n, t) for n, t in ctx.get("visible", []) if _HIDDEN.search(t)]
     if symptom and hidden and not no_gpu_runs:
         n, t = hidden[0]
