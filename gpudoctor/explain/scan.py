@@ -122,6 +122,8 @@ class Scanner:
         if self._done:
             hits = [h for h in hits if (h[1].id, h[2].name) not in self._done]
         for pos, sig, var in sorted(hits, key=lambda h: h[0]):
+            if self._stale and (sig.id, var.name) in self._done:  # done earlier in this very chunk
+                continue
             line_start = low.rfind(b"\n", 0, pos) + 1
             if (line_start, sig.id, var.name) in seen:
                 continue
