@@ -333,6 +333,9 @@ BENIGN = [
     "Using cuDNN 9.1.0 and CUDA 12.4 on NVIDIA GeForce RTX 4090 (compute capability 8.9)",
     "g++ -pthread -shared build/temp/kernel.o -L/usr/local/cuda/lib64 -lcudart -lcublas -o ext.so",
     "| NVIDIA-SMI 550.54.14   Driver Version: 550.54.14   CUDA Version: 12.4 |",
+    "creating build/temp.linux-x86_64-cpython-310/csrc/cuda",
+    "Removing intermediate container 3f2a9c1b7d4e",
+    " ---> Running in 3f2a9c1b7d4e",
 ]
 
 

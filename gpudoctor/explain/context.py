@@ -51,15 +51,14 @@ _RULES = (  # (kind, literal, regex on the line)
     ("container_run", "podman run", r"\bpodman run\b"),
     ("container_run", "nvidia-docker run", r"\bnvidia-docker run\b"),
     # Singularity/Apptainer give a container the GPU only with --nv (or --nvccli)
-    ("container_run", "singularity exec", r"\bsingularity (?:exec|run|shell)\b"),
-    ("container_run", "singularity run", r"\bsingularity (?:exec|run|shell)\b"),
-    ("container_run", "apptainer exec", r"\bapptainer (?:exec|run|shell)\b"),
-    ("container_run", "apptainer run", r"\bapptainer (?:exec|run|shell)\b"),
+    *(("container_run", f"{tool} {verb}", rf"\b{tool} {verb}\b")
+      for tool in ("singularity", "apptainer") for verb in ("exec", "run", "shell")),
     # Signs that the program ran inside a container (the GPU options themselves are not in the log):
-    # Docker's default hostname is the container's 12-hex id, Compose prints the containers it starts.
+    # Docker's default hostname is the container's 12-hex id, Compose prints the containers it starts
+    # (v1: "Creating x ... done", v2: " ✔ Container x  Started"; literals specific to those lines).
     ("in_container", "root@", r"\broot@[0-9a-f]{12}:"),
-    ("in_container", "creating ", r"^\s*creating \S+ \.\.\. done"),
-    ("in_container", "container ", r"^\W*container \S+\s+(?:started|created|running)\s*$"),
+    ("in_container", " ... done", r"^\s*creating \S+ \.\.\. done"),
+    ("in_container", "  started", r"^\W*container \S+\s+started\s*$"),
     ("in_container", "docker-compose ", r"\bdocker-compose (?:up|run)\b"),
     ("in_container", "docker compose ", r"\bdocker compose (?:up|run)\b"),
     ("in_container", "--container-image", r"--container-image[= ]"),  # Slurm's Pyxis plugin (enroot)
@@ -101,7 +100,7 @@ _GPU_FLAG = re.compile(r"--gpus|--runtime[= ]nvidia|nvidia\.com/gpu|--device[= ]
                        r"\bnvidia-docker\b|--device[= ]\S*gpu", re.I)
 _HIDDEN = re.compile(r"cuda_visible_devices\s*[=:]\s*(?:(?:\"\"|''|-1|none|nodevfiles|void)(?=[\s;,)]|$)|(?=[\s;]|$))", re.I)
 _NO_GPU_SYMPTOMS = ("driver.missing", "driver.not_loaded", "device.not_visible", "framework.cpu_build", "container.no_gpu")
-_SLURM_GPU = re.compile(r"--gres[= ]\S*gpu|--gpus|--gpus-per-\w+|--gpu-bind|--container-image|(?:^|\s)-G\s*\d", re.I)
+_SLURM_GPU = re.compile(r"--gres[= ]\S*gpu|--gpus|--gpus-per-\w+|--gpu-bind|(?:^|\s)-G\s*\d", re.I)
 _NO_DRIVER_SYMPTOMS = ("driver.missing", "driver.not_loaded", "device.not_visible")
 _WSL_SYMPTOMS = ("driver.missing", "driver.not_loaded", "device.not_visible", "driver.no_permission", "library.not_found",
                  "driver.stub_library")
