@@ -209,6 +209,12 @@ def test_hpc_containers(launch, container):
     assert _explain(log)[0].finding.id == container
 
 
+def test_a_node_with_nothing_scheduled_is_not_a_node_without_gpus():
+    healthy = "Allocated resources:\n  Resource           Requests  Limits\n  nvidia.com/gpu     0         0\n"
+    assert "container.no_gpu" not in [d.finding.id for d in _explain(healthy)]
+    assert _explain("Capacity:\n  nvidia.com/gpu:     0\n")[0].finding.id == "container.no_gpu"
+
+
 @pytest.mark.parametrize("job,hidden", [
     ('srun python -c "import torch; print(torch.cuda.is_available())"', True),
     ("#SBATCH --partition=gpu\nsrun python train.py", True),
