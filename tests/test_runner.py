@@ -147,3 +147,15 @@ def test_a_forked_worker_answers_as_an_exec_one_and_its_failures_are_facts():
     out = subprocess.run([sys.executable, "-c", _FORK_SCRIPT], capture_output=True, text=True, timeout=120,
                          env=dict(os.environ, PYTHONPATH=root))
     assert out.stdout.strip().endswith("FORK-OK"), out.stdout[-2000:] + out.stderr[-2000:]
+
+
+def test_a_forked_child_does_not_repeat_the_parents_buffered_output():
+    """fork_call flushes before forking: the child's exit flush must not print the parent's pending text again."""
+    import subprocess
+    import sys
+
+    script = ("import os, sys\nfrom gpudoctor.process.subproc import fork_call\n"
+              "sys.stdout.write('parent line\\n')\n"  # buffered: stdout is a pipe
+              "pid = fork_call(lambda: 0)\nos.waitpid(pid, 0)\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60).stdout
+    assert out.count("parent line") == 1, out

@@ -316,6 +316,11 @@ def fork_call(body, name: Optional[str] = None) -> int:
     """Fork; in the child run ``body()`` (its return value is the exit code; an exception is printed on
     stderr and exits 1) and leave with ``os._exit``, so the parent's atexit handlers and buffers stay
     the parent's. ``name`` names the child in ps/top. Returns the child's pid, in the parent only."""
+    for stream in (sys.stdout, sys.stderr):  # else the child's final flush repeats the parent's buffered output
+        try:
+            stream.flush()
+        except (AttributeError, OSError, ValueError):
+            pass
     pid = os.fork()
     if pid == 0:  # the child: never returns
         code = 1
@@ -346,11 +351,7 @@ def fork_start(label: Sequence[str], target, env: Mapping[str, str], name: Optio
     t0 = time.monotonic()
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (AttributeError, OSError, ValueError):
-            pass
+
     def child() -> int:
         os.setsid()
         devnull = os.open(os.devnull, os.O_RDONLY)
