@@ -151,11 +151,13 @@ def test_a_forked_worker_answers_as_an_exec_one_and_its_failures_are_facts():
 
 def test_a_forked_child_does_not_repeat_the_parents_buffered_output():
     """fork_call flushes before forking: the child's exit flush must not print the parent's pending text again."""
+    import os
     import subprocess
     import sys
 
     script = ("import os, sys\nfrom gpudoctor.process.subproc import fork_call\n"
               "sys.stdout.write('parent line\\n')\n"  # buffered: stdout is a pipe
               "pid = fork_call(lambda: 0)\nos.waitpid(pid, 0)\n")
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60).stdout
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # buffered, as for most users
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, env=env).stdout
     assert out.count("parent line") == 1, out
