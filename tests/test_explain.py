@@ -1,6 +1,7 @@
 """`gpudoctor explain`: the signature KB, the streaming scanner on hostile input, the command line,
 joining with this machine's real facts, and accuracy on the corpus of real public reports."""
 import json
+from collections import Counter
 import os
 import subprocess
 import sys
@@ -362,7 +363,9 @@ def test_ordinary_gpu_log_lines_reach_no_regex(monkeypatch):
     # within one chunk
     failures = [c for c in checked if not c[0].startswith("context.")]
     assert not failures, sorted(set(failures))
-    assert len(checked) <= 2 * 3
+    # each context variant (a command line, a stated version) is checked until it has 3 lines, however long the log
+    per_variant = Counter(checked)
+    assert per_variant and max(per_variant.values()) <= 3, per_variant
 
 
 def test_fallback_scanner_agrees(monkeypatch):

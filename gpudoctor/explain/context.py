@@ -113,7 +113,9 @@ def context_signatures() -> List[Signature]:
         var = Variant(f"{kind}: {literal.strip()}", literal.split()[0].encode() if kind == "container_run" else literal.encode(),
                       literal.encode(), re.compile(regex, re.I), 1.0, doc)
         sigs.append(Signature(CONTEXT_PREFIX + kind, "context", "info", kind, "command-line context", doc, (), (var,)))
-    return sigs
+    from gpudoctor.explain.facts import fact_signatures
+
+    return sigs + fact_signatures()
 
 
 def _nvcc_flags(line: str) -> Dict[str, str]:

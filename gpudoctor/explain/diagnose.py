@@ -16,6 +16,8 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 from gpudoctor.explain.archcheck import no_such_architecture
 from gpudoctor.explain.codekb import NOT_ENV
 from gpudoctor.explain.context import CONTEXT_PREFIX, apply as apply_context
+from gpudoctor.explain.facts import judge as judge_facts
+from gpudoctor.explain.hints import add_hints
 from gpudoctor.explain.libraries import describe as describe_library
 from gpudoctor.explain.scan import Match, Scanner
 from gpudoctor.explain.xid import APPLICATION_XIDS, application_only
@@ -148,6 +150,8 @@ def diagnose(scanner: Scanner, live: Optional[Mapping[str, List[str]]] = None) -
     # Best score first; on ties the class seen earliest in the log (the first error usually causes the rest).
     out.sort(key=lambda d: (-d.score, min(m.line_no for m in d.matches)))
     out = apply_context(out, ctx, make) if ctx else out
+    out = judge_facts(out, ctx, make) if ctx else out
+    out = add_hints(out, scanner.tail, scanner.lines, make)
     seen: set = set()  # a class rewritten above (an application Xid) may meet the class it became: keep the first
     return [d for d in out if not (d.finding.id in seen or seen.add(d.finding.id))]
 

@@ -20,6 +20,8 @@ CHUNK = 8 << 20
 #: An unfinished line longer than this is scanned as it is and dropped (a log without newlines).
 MAX_CARRY = 1 << 20
 _KEEP = 3  # matches kept per variant (the rest are only counted)
+#: The log's last bytes, kept for the weak hints (:mod:`gpudoctor.explain.hints`): the error a log ends with.
+TAIL = 64 << 10
 
 
 @dataclass
@@ -54,6 +56,7 @@ class Scanner:
         self._carry = b""
         self.lines = 0  # newlines consumed so far
         self.bytes = 0
+        self.tail = b""  # the last TAIL bytes fed
         self.matches: List[Match] = []
         self.counts: Dict[Tuple[str, str], int] = {}
         # Context variants (command lines, markers) need only their first few lines: once they have
@@ -62,6 +65,7 @@ class Scanner:
 
     def feed(self, chunk: bytes) -> None:
         self.bytes += len(chunk)
+        self.tail = (self.tail + chunk[-TAIL:])[-TAIL:]
         data = self._carry + chunk if self._carry else chunk
         cut = data.rfind(b"\n")
         if cut < 0:

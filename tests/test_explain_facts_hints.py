@@ -1,0 +1,128 @@
+"""`explain` judges the versions a log states (facts) and, where no signature matches, says where the error
+points (hints). Logs are real tools' output formats (nvidia-smi's header, nvcc/gcc --version, pip's version
+tags, collect_env); no fakes."""
+from __future__ import annotations
+
+import pytest
+
+from gpudoctor.explain.diagnose import diagnose
+from gpudoctor.explain.evaluate import CONFIDENT
+from gpudoctor.explain.hints import HINT_MAX, HINTS
+from gpudoctor.explain.kb import load_kb
+from gpudoctor.explain.scan import TAIL, Scanner
+
+KB = load_kb()
+SMI_470 = "| NVIDIA-SMI 470.82.01    Driver Version: 470.82.01    CUDA Version: 11.4     |\n"
+SMI_535 = "| NVIDIA-SMI 535.104.05   Driver Version: 535.104.05   CUDA Version: 12.2     |\n"
+
+
+def _diags(text: str):
+    sc = Scanner(KB)
+    sc.feed(text.encode())
+    sc.close()
+    return diagnose(sc)
+
+
+def _ranked(text: str):
+    return [(d.finding.id, d.score) for d in _diags(text)]
+
+
+# ----------------------------------------------------------------------------- facts
+
+
+def test_driver_too_old_for_the_wheels_cuda_is_judged_from_stated_versions():
+    # R470 runs CUDA <= 11.4 natively and 11.x by minor-version compatibility, never 12.1 (release notes Tables 2, 3)
+    d = _diags(SMI_470 + "PyTorch version: 2.1.0+cu121\n")
+    assert d[0].finding.id == "driver.too_old"
+    assert d[0].score < CONFIDENT  # facts alone: low confidence
+    ev = d[0].finding.evidence
+    assert "470.82.01" in ev["driver"] and "+cu121" in ev["built_for_cuda"] and ev["newest_cuda_this_driver_runs"] == "11.4"
+
+
+def test_stated_versions_explain_a_no_gpu_symptom_with_medium_confidence():
+    ranked = _ranked(SMI_470 + "torch 2.1.0+cu121\nUserWarning: CUDA initialization: Found no NVIDIA driver on your system.\n")
+    assert ranked[0][0] == "driver.too_old" and ranked[0][1] >= CONFIDENT
+    assert "driver.missing" in [i for i, _ in ranked[1:]]
+
+
+def test_compatible_versions_and_ambiguous_ones_are_not_judged():
+    assert _ranked(SMI_535 + "torch 2.1.0+cu121\nGPU 0: NVIDIA GeForce RTX 3090\n") == []
+    # two different drivers in one log (before/after an upgrade): not judged
+    assert _ranked("Driver Version: 470.82.01\nDriver Version: 535.104.05\ntorch 2.1.0+cu121\n") == []
+
+
+def test_host_compiler_newer_than_the_toolkit_accepts():
+    # crt/host_config.h of CUDA 11.8 accepts gcc <= 11
+    d = _diags("$ nvcc --version\nCuda compilation tools, release 11.8, V11.8.89\n$ gcc --version\n"
+               "gcc (Ubuntu 13.2.0-4ubuntu3) 13.2.0\nninja: build stopped: subcommand failed.\n")
+    assert d[0].finding.id == "compiler.unsupported" and d[0].finding.evidence["newest_gcc_cuda_11.8_accepts"] == "11"
+    assert _ranked("Cuda compilation tools, release 12.4, V12.4.131\ngcc (GCC) 11.4.0\n") == []
+
+
+@pytest.mark.parametrize("gpu, build", [
+    ("GPU 0: NVIDIA GeForce RTX 3090", "torch==1.7.1+cu102"),  # CUDA 10.2 cannot target sm_86
+    ("GPU 0: NVIDIA GeForce GTX 1080", "torch 2.15.0+cu132"),  # the inspected wheel: SASS sm_75 and up, no PTX
+    ("name: Tesla K80, pci bus id: 0000:00:04.0, compute capability: 3.7", "torch 2.4.0+cu121"),
+])
+def test_a_gpu_the_wheel_has_no_kernels_for(gpu, build):
+    d = _diags(f"{gpu}\n{build}\n")
+    assert d and d[0].finding.id == "arch.binary_missing", [x.finding.id for x in d]
+
+
+def test_a_gpu_the_wheel_covers_is_not_judged():
+    assert _ranked("GPU 0: NVIDIA H100 80GB HBM3\ntorch 2.4.0+cu121\n") == []
+
+
+def test_pytorch_and_nvcc_of_different_cuda_majors_in_an_extension_build():
+    d = _diags("Cuda compilation tools, release 12.1, V12.1.105\ntorch 2.0.1+cu117\nnvcc -O3 -c kernel.cu\n"
+               "error: command '/usr/local/cuda/bin/nvcc' failed with exit code 1\n")
+    assert d[0].finding.id == "framework.cuda_mismatch"
+    # the same versions without a build in the log: no judgment
+    assert "framework.cuda_mismatch" not in [i for i, _ in _ranked("Cuda compilation tools, release 12.1\ntorch 2.0.1+cu117\n")]
+
+
+# ----------------------------------------------------------------------------- hints
+
+
+@pytest.mark.parametrize("line, expected", [
+    ("/usr/local/cuda-13.0/targets/x86_64-linux/include/cccl/cuda/std/__cccl/builtin.h(25): error: expected an expression",
+     "toolkit.mixed"),
+    ("libfoo.so: more undefined references to `cudaGraphExecUpdate' follow", "toolkit.mixed"),
+    ("[TensorRT] ERROR: Failed to deserialize the engine from model.trt", "tensorrt.engine_mismatch"),
+    ("panic: Update GPU drivers before running this build", "driver.too_old"),
+    ("nvidia_uvm: module version mismatch with nvidia (550.54 vs 545.29)", "driver.version_mismatch"),
+    ("nvidia-persistenced: open /dev/nvidiactl: no such device", "driver.not_loaded"),
+    ("setup.py: CUDA_PATH points to C:\\cuda which does not exist", "env.cuda_home"),
+])
+def test_an_unknown_message_gets_a_low_confidence_hint_of_where_it_points(line, expected):
+    ranked = _ranked("some program output\n" + line + "\n")
+    assert ranked and ranked[0][0] == expected, ranked
+    assert ranked[0][1] <= HINT_MAX < CONFIDENT
+
+
+def test_host_header_errors_are_a_compiler_hint_only_in_a_cuda_build():
+    line = "/usr/include/c++/12/bits/stl_vector.h:1125:7: error: no matching function for call to 'foo'\n"
+    assert [i for i, _ in _ranked("g++ -c main.cpp\n" + line)] == []  # a plain C++ template error
+    assert "compiler.unsupported" in [i for i, _ in _ranked("nvcc -c kernel.cu\n" + line)]
+
+
+def test_a_signature_always_outranks_a_hint():
+    ranked = _ranked("RuntimeError: CUDA error: out of memory\n[TensorRT] ERROR: Failed to deserialize the engine\n")
+    assert ranked[0][0] == "cuda.out_of_memory" and all(s <= HINT_MAX for i, s in ranked[1:] if i == "tensorrt.engine_mismatch")
+    assert min(v.weight for s in KB for v in s.variants) > HINT_MAX
+
+
+def test_hints_read_only_the_logs_tail():
+    line = b"[TensorRT] ERROR: Failed to deserialize the engine from model.trt\n"
+    sc = Scanner(KB)
+    sc.feed(line + b"x" * 80 + b"\n")
+    sc.feed((b"y" * 100 + b"\n") * (2 * TAIL // 100))
+    sc.close()
+    assert len(sc.tail) == TAIL
+    assert "tensorrt.engine_mismatch" not in [d.finding.id for d in diagnose(sc)]
+
+
+def test_every_hint_names_a_class_of_the_kb_and_cites_an_nvidia_or_tool_doc():
+    ids = {s.id for s in KB}
+    for fid, why, rx, need, doc in HINTS:
+        assert fid in ids and why and doc.startswith("https://")
