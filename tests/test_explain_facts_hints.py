@@ -93,11 +93,21 @@ def test_pytorch_and_nvcc_of_different_cuda_majors_in_an_extension_build():
     ("nvidia_uvm: module version mismatch with nvidia (550.54 vs 545.29)", "driver.version_mismatch"),
     ("nvidia-persistenced: open /dev/nvidiactl: no such device", "driver.not_loaded"),
     ("setup.py: CUDA_PATH points to C:\\cuda which does not exist", "env.cuda_home"),
+    ("CMake Error: Could NOT find NVML (missing: NVML_LIBRARIES)", "driver.missing"),
+    ("akmodsbuild: error: Failed build dependencies: gcc-c++ is needed by nvidia-kmod-3:590.48.01", "driver.not_loaded"),
+    ("[h264_nvenc] The minimum required Nvidia driver for nvenc is 570.0 or newer", "driver.too_old"),
+    ("INFO Number of GPUs: 0", "device.not_visible"),
 ])
 def test_an_unknown_message_gets_a_low_confidence_hint_of_where_it_points(line, expected):
     ranked = _ranked("some program output\n" + line + "\n")
     assert ranked and ranked[0][0] == expected, ranked
     assert ranked[0][1] <= HINT_MAX < CONFIDENT
+
+
+def test_context_traces_a_hinted_symptom_to_its_cause_but_keeps_it_a_hint():
+    # Docker names a container's host after its id, whoever the user is; inside it, no GPU was found
+    ranked = _ranked("model-server@a8819511cfaa:~/logs$ more ts_log.log\nNumber of GPUs: 0\nNumber of CPUs: 8\n")
+    assert ranked[0][0] == "container.no_gpu" and ranked[0][1] <= HINT_MAX
 
 
 def test_host_header_errors_are_a_compiler_hint_only_in_a_cuda_build():

@@ -36,6 +36,7 @@ from __future__ import annotations
 import re
 from typing import Dict, List, Tuple
 
+from gpudoctor.explain.hints import HINT_MAX
 from gpudoctor.explain.kb import Signature, Variant
 
 __all__ = ["CONTEXT_PREFIX", "context_signatures", "apply"]
@@ -56,7 +57,7 @@ _RULES = (  # (kind, literal, regex on the line)
     # Signs that the program ran inside a container (the GPU options themselves are not in the log):
     # Docker's default hostname is the container's 12-hex id, Compose prints the containers it starts
     # (v1: "Creating x ... done", v2: " ✔ Container x  Started"; literals specific to those lines).
-    ("in_container", "root@", r"\broot@[0-9a-f]{12}:"),
+    ("in_container", "@", r"(?:^|\s)[a-z_][\w.-]*@[0-9a-f]{12}:"),  # any user: root@3f2a..., model-server@a881...
     ("in_container", " ... done", r"^\s*creating \S+ \.\.\. done"),
     ("in_container", "  started", r"^\W*container \S+\s+started\s*$"),
     ("in_container", "docker-compose ", r"\bdocker-compose (?:up|run)\b"),
@@ -153,7 +154,8 @@ def apply(diags: list, ctx: Dict[str, List[Tuple[int, str]]], make) -> list:
     by_id = {d.finding.id: d for d in diags}
 
     def promote(sig_id: str, evidence: Dict[str, object], over: float) -> None:
-        score = min(max(over + 0.05, 0.8), 0.97)
+        # context never makes a weak hint (gpudoctor.explain.hints) confident: it stays a hint
+        score = min(max(over + 0.05, 0.8), 0.97) if over > HINT_MAX else min(over + 0.02, HINT_MAX)
         d = by_id.get(sig_id)
         if d is None:
             d = make(sig_id, score, evidence)

@@ -149,9 +149,10 @@ def diagnose(scanner: Scanner, live: Optional[Mapping[str, List[str]]] = None) -
     out = [_unless_application_xid(_unless_no_such_architecture(d), scanner) for d in out]
     # Best score first; on ties the class seen earliest in the log (the first error usually causes the rest).
     out.sort(key=lambda d: (-d.score, min(m.line_no for m in d.matches)))
+    # hints first: a hinted symptom may still be traced to its cause by the context (at hint confidence)
+    out = add_hints(out, scanner.tail, scanner.lines, make)
     out = apply_context(out, ctx, make) if ctx else out
     out = judge_facts(out, ctx, make) if ctx else out
-    out = add_hints(out, scanner.tail, scanner.lines, make)
     seen: set = set()  # a class rewritten above (an application Xid) may meet the class it became: keep the first
     return [d for d in out if not (d.finding.id in seen or seen.add(d.finding.id))]
 

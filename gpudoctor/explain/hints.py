@@ -66,6 +66,7 @@ HINTS: Tuple[Tuple[str, str, "re.Pattern[str]", Optional["re.Pattern[str]"], str
          None, _CUDNN_DOC),
         ("driver.too_old", "the driver named as too old",
          r"(?:update|upgrade) (?:your |the )?(?:nvidia |gpu |graphics |cuda )?drivers?\b|newer (?:nvidia |gpu )?drivers?\b|"
+         r"minimum required (?:nvidia |gpu )?driver|driver does not support the required|"
          + _both(r"\bdrivers?\b", r"too old|outdated|older than|is insufficient|minimum (?:required )?version|requires? (?:a |an )?newer"),
          None, _COMPAT_DOC),
         ("framework.cuda_mismatch", "two CUDA versions named as not matching",
@@ -92,21 +93,26 @@ HINTS: Tuple[Tuple[str, str, "re.Pattern[str]", Optional["re.Pattern[str]"], str
          r"cannot (?:load|insert)|key was rejected|unknown symbol|required key not available)", None, _LOADER_DOC),
         ("driver.version_mismatch", "NVIDIA driver parts named with a version mismatch",
          _both(r"\bnvidia|\bnvml\b|\bnvrm\b", r"version mismatch|versions? (?:do not|don't) match|mismatched version"), None, _LOADER_DOC),
-        ("driver.not_loaded", "the NVIDIA DKMS module failing to build or install",
-         _both(r"\bdkms\b", r"\bnvidia"), re.compile(r"error|fail|bad return|could not|does not exist", re.I), _LOADER_DOC),
+        ("driver.not_loaded", "the NVIDIA kernel module failing to build for the kernel (DKMS, akmods)",
+         _both(r"\bdkms\b|\bakmods?\w*|\bkmod\b|nvidia-kmod", r"\bnvidia"), re.compile(r"error|fail|bad return|could not|does not exist", re.I), _LOADER_DOC),
         ("driver.not_loaded", "an NVIDIA device node that does not exist (the kernel module creates them)",
          r"/dev/nvidia[\w-]*.*?no such (?:file|device)", None, _LOADER_DOC),
         ("driver.no_permission", "an NVIDIA device file that may not be opened",
          r"/dev/nvidia\w*.*?(?:permission denied|operation not permitted|access denied)", None, _LOADER_DOC),
-        ("driver.missing", "the NVIDIA driver named as absent",
-         r"(?:nvidia-smi|libcuda\.so|nvcuda\.dll|nvidia driver|nvml\.dll|libnvidia-ml)\b.*?"
-         r"(?:not found|no such file|not installed|missing|cannot find|could not find|not recognized)", None, _LOADER_DOC),
+        ("driver.missing", "the NVIDIA driver (or its NVML library) named as absent",
+         _both(r"nvidia-smi|libcuda\.so|nvcuda\.dll|nvidia driver|nvml\.dll|libnvidia-ml|\bnvml\b",
+               r"not found|no such file|not installed|missing|(?:can't|cannot|could not|unable to) find"), None, _LOADER_DOC),
+        ("driver.not_loaded", "the NVIDIA driver named as not running",
+         _both(r"\bnvidia\b|\bdriver\b", r"installed and running|is not running|isn't running|couldn't communicate|could not communicate"),
+         None, _LOADER_DOC),
         ("gpu.health", "a GPU named as lost or faulted",
          r"\b(?:gpu|device)\b.*?(?:fallen off|fell off|is lost|was lost|stopped responding|not responding|hung|overheat|thermal)", None,
          "https://docs.nvidia.com/deploy/xid-errors/index.html"),
         ("device.not_visible", "no CUDA device found",
          r"\b(?:no|0|zero) (?:cuda[- ]capable |cuda |nvidia |usable |available )?(?:gpus?|devices?)\b.*?(?:found|available|detected|visible)|"
-         r"\b(?:gpu|cuda)\b.*?(?:is not available|not available|unavailable)", None,
+         r"\b(?:gpu|cuda)\b.*?(?:is not available|not available|unavailable)|"
+         r"(?:number of|num|count of) (?:cuda |nvidia )?(?:gpus?|devices?)\W{0,3}(?:available|found|detected|visible)?\s*[:=]\s*0\b|"
+         r"\b(?:gpu|device) count\s*[:=]\s*0\b", None,
          "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#cuda-environment-variables"),
         ("framework.cpu_build", "a CPU-only build named",
          r"(?:not compiled with|built without|compiled without) (?:cuda|gpu)|\bcpu[- ]only\b|\+cpu\b|\bcpuonly\b", None,
