@@ -136,3 +136,22 @@ def test_every_hint_names_a_class_of_the_kb_and_cites_an_nvidia_or_tool_doc():
     ids = {s.id for s in KB}
     for fid, why, rx, need, doc in HINTS:
         assert fid in ids and why and doc.startswith("https://")
+
+
+def test_the_report_shows_what_a_hint_or_a_judgment_rests_on(tmp_path, capsys, monkeypatch):
+    from gpudoctor.cli import main
+
+    monkeypatch.setenv("NO_COLOR", "1")
+    hint = tmp_path / "hint.log"
+    hint.write_text("starting server\nINFO Number of GPUs: 0\n")
+    main(["explain", str(hint)])
+    out = capsys.readouterr().out
+    assert "low confidence" in out and "hint (no known signature matched): no CUDA device found" in out
+    assert "line 2: INFO Number of GPUs: 0" in out
+    facts = tmp_path / "facts.log"
+    facts.write_text(SMI_470 + "torch 2.1.0+cu121\n")
+    main(["explain", str(facts)])
+    out = capsys.readouterr().out
+    assert "[driver.too_old] — low confidence" in out
+    assert "stated: line 1: | NVIDIA-SMI 470.82.01" in out and "stated: line 2: torch 2.1.0+cu121" in out
+    assert "newest cuda this driver runs: 11.4" in out

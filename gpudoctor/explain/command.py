@@ -87,6 +87,15 @@ def _render(diags, scanner, top: int, cmd_rc: Optional[int]) -> str:
                     "cuda_versions_in_log", "ld_library_path"):
             if key in f.evidence:
                 out.append(f"     context: {f.evidence[key]}")
+        if "hint" in f.evidence:  # gpudoctor.explain.hints: no signature, only where the error points
+            out.append(f"     hint (no known signature matched): {f.evidence['hint']}")
+            out += [f"     {line}" for line in f.evidence.get("hint_lines", [])[:2]]
+        if "judged_by" in f.evidence:  # gpudoctor.explain.facts: versions the log states, judged by the matrix
+            for key in ("driver", "built_for_cuda", "nvcc", "host_compiler", "gpu", "build", "framework"):
+                if f.evidence.get(key):
+                    out.append(f"     stated: {f.evidence[key]}")
+            out += [f"     {k.replace('_', ' ')}: {v}" for k, v in f.evidence.items()
+                    if k.startswith("newest_") or k == "why"]
         for line in d.confirmed_by:
             out.append(f"     on this machine: {line}")
         if f.detail:

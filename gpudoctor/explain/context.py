@@ -37,11 +37,10 @@ import re
 from typing import Dict, List, Tuple
 
 from gpudoctor.explain.hints import HINT_MAX
-from gpudoctor.explain.kb import Signature, Variant
+from gpudoctor.explain.kb import CONTEXT_PREFIX, Signature, Variant
 
 __all__ = ["CONTEXT_PREFIX", "context_signatures", "apply"]
 
-CONTEXT_PREFIX = "context."
 _DOCKER_DOC = "https://docs.docker.com/reference/cli/docker/container/run/#gpus"
 _NVCC_DOC = "https://docs.nvidia.com/cuda/cuda-compiler-driver-nvcc/index.html"
 _ENV_DOC = "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#cuda-environment-variables"

@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from typing import Callable, Dict, List, Optional, Tuple
 
-from gpudoctor.explain.kb import Signature, Variant
+from gpudoctor.explain.kb import CONTEXT_PREFIX, Signature, Variant
 
 __all__ = ["FACT_PREFIX", "fact_signatures", "read_facts", "judge", "FACTS_ONLY"]
 
@@ -68,8 +68,6 @@ _RULES = (  # (kind, literal, regex on the line; its group v is the value)
 
 def fact_signatures() -> List[Signature]:
     """The fact lines, as context signatures (``context.fact_<kind>``) for the scanner."""
-    from gpudoctor.explain.context import CONTEXT_PREFIX
-
     out = []
     for kind, literal, regex in _RULES:
         var = Variant(f"{kind}: {literal.strip()}", literal.encode(), literal.encode(), re.compile(regex, re.I), 1.0, _MATRIX_DOC)

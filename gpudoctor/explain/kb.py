@@ -23,9 +23,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Dict, List, Optional, Pattern, Tuple
 
-__all__ = ["KbError", "Signature", "Variant", "load_kb", "KB_DIR", "MAX_LINE"]
+__all__ = ["CONTEXT_PREFIX", "KbError", "Signature", "Variant", "load_kb", "KB_DIR", "MAX_LINE"]
 
 KB_DIR = Path(__file__).resolve().parent / "kb"
+#: Id prefix of context signatures (command lines, stated versions): evidence, never diagnoses by themselves.
+CONTEXT_PREFIX = "context."
 #: Candidate lines longer than this are cut before any regex sees them (bytes).
 MAX_LINE = 4096
 _SEVERITIES = ("fail", "warn", "info")
