@@ -167,7 +167,27 @@ TOOL_LINES = [
     ("cuDNN error: CUDNN_STATUS_ALLOC_FAILED", "cuda.out_of_memory"),
     ("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Failed to allocate request for 2.00GiB (2147483648B) "
      "on device ordinal 0", "cuda.out_of_memory"),
+    ("NvMapMemAllocInternalTagged: 1075072515 error 12", "cuda.out_of_memory"),  # Jetson: nvmap's ENOMEM
+    ("ERROR: Deserialize engine failed because file path: /opt/models/yolo_b1_gpu0_fp16.engine open error",
+     "tensorrt.engine_invalid"),
+    ("[TensorRT] ERROR: ../rtSafe/cuda/cublasConvolutionRunner.cpp (483) - Cublas Error in executeMM: 15 (Unknown cublas status)",
+     "tensorrt.cublas_tactic"),
+    ("CMake Error at CMakeDetermineCompilerId.cmake:491 (message): No CUDA toolset found.", "env.cuda_home"),
+    ("error : The CUDA Toolkit v12.1 directory '' does not exist.  Please verify the CUDA Toolkit is installed properly",
+     "env.cuda_home"),
+    ('error MSB4019: The imported project "C:\\Program Files\\Microsoft Visual Studio\\2022\\Community\\MSBuild\\Microsoft\\VC'
+     '\\v170\\BuildCustomizations\\CUDA 12.1.props" was not found.', "env.cuda_home"),
+    # a loader error for the driver's own library (the catalogue in explain/libraries.py) is a missing driver
+    ("W dso_loader.cc:64] Could not load dynamic library 'nvcuda.dll'; dlerror: nvcuda.dll not found", "driver.missing"),
 ]
+
+
+def test_only_the_unversioned_libcuda_symlink_missing_is_a_library_not_the_driver():
+    # libcuda.so (no .1) is the development symlink: the driver may be installed without it
+    assert _explain("OSError: libcuda.so: cannot open shared object file: No such file or directory\n")[0].finding.id == \
+        "library.not_found"
+    assert _explain("Could not load dynamic library 'libcuda.so.1'; dlerror: libcuda.so.1: cannot open shared object "
+                    "file: No such file or directory\n")[0].finding.id == "driver.missing"
 
 
 def test_bitsandbytes_falling_back_to_its_cpu_library_gives_the_setup_reason_first():

@@ -146,7 +146,8 @@ def diagnose(scanner: Scanner, live: Optional[Mapping[str, List[str]]] = None) -
             return None
         return _build(sig, [], score, scanner, list((live or {}).get(sig_id) or []), evidence)
 
-    out = [_unless_application_xid(_unless_no_such_architecture(d), scanner) for d in out]
+    out = [_driver_library(_unless_application_xid(_unless_no_such_architecture(d), scanner), scanner)
+           for d in out]
     # Best score first; on ties the class seen earliest in the log (the first error usually causes the rest).
     out.sort(key=lambda d: (-d.score, min(m.line_no for m in d.matches)))
     # hints first: a hinted symptom may still be traced to its cause by the context (at hint confidence)
@@ -155,6 +156,19 @@ def diagnose(scanner: Scanner, live: Optional[Mapping[str, List[str]]] = None) -
     out = judge_facts(out, ctx, make) if ctx else out
     seen: set = set()  # a class rewritten above (an application Xid) may meet the class it became: keep the first
     return [d for d in out if not (d.finding.id in seen or seen.add(d.finding.id))]
+
+
+def _driver_library(d: Diagnosis, scanner: Scanner) -> Diagnosis:
+    """A library the loader cannot find that the library catalogue names as the driver's own (libcuda,
+    nvcuda.dll, NVML) means the driver is missing or not visible, whatever tool printed the loader error."""
+    component = str(d.finding.evidence.get("component", "")) if d.finding.id == "library.not_found" else ""
+    lib = str(d.finding.evidence.get("lib", "")).lower()
+    sig = scanner.signatures.get("driver.missing")
+    # the unversioned libcuda.so is only the development symlink: without it the driver may well be there
+    if not component.startswith("the NVIDIA driver") or lib.endswith(".so") or sig is None:
+        return d
+    return _build(sig, d.matches, d.score, scanner, d.confirmed_by,
+                  {"library": d.finding.evidence.get("lib"), "component": component})
 
 
 def _unless_no_such_architecture(d: Diagnosis) -> Diagnosis:
