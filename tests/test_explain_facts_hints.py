@@ -155,3 +155,18 @@ def test_the_report_shows_what_a_hint_or_a_judgment_rests_on(tmp_path, capsys, m
     assert "[driver.too_old] — low confidence" in out
     assert "stated: line 1: | NVIDIA-SMI 470.82.01" in out and "stated: line 2: torch 2.1.0+cu121" in out
     assert "newest cuda this driver runs: 11.4" in out
+
+
+def test_tensorflow_and_the_cuda_installed_beside_it_from_its_issue_template():
+    # TensorFlow 2.5 was built with CUDA 11.2 (tested build configurations): it cannot load CUDA 10.1's libraries
+    d = _diags("- TensorFlow version (use command below): 2.5.0\n- CUDA/cuDNN version: 10.1 / 7.6\n")
+    assert d[0].finding.id == "library.not_found" and d[0].score < CONFIDENT
+    assert "built with CUDA 11.2" in d[0].finding.evidence["why"]
+    assert _ranked("- TensorFlow version (use command below): 2.5.0\n- CUDA/cuDNN version: 11.2 / 8.1\n") == []
+
+
+def test_a_toolkits_programs_on_a_driver_too_old_for_it_only_with_a_symptom():
+    facts = SMI_470 + "Cuda compilation tools, release 12.2, V12.2.140\n"
+    assert _ranked(facts) == []  # a build machine may well run no CUDA program
+    ranked = _ranked(facts + "cudaGetDeviceCount returned 100\n-> no CUDA-capable device is detected\n")
+    assert ranked[0][0] == "driver.too_old" and ranked[0][1] >= CONFIDENT

@@ -50,6 +50,10 @@ _RULES = (  # (kind, literal, regex on the line; its group v is the value)
     ("toolkit", "cuda compilation tools, release", r"cuda compilation tools, release (?P<v>\d+\.\d+)"),
     ("toolkit", "compiler identification is nvidia", r"compiler identification is nvidia (?P<v>\d+\.\d+)"),
     ("toolkit", "found cuda:", r"found cuda:.*found (?:suitable )?version \"(?P<v>\d+\.\d+)"),
+    # TensorFlow's version (its issue template, pip) and the CUDA installed beside it (the same template)
+    *(("tensorflow", lit, r"tensor ?flow(?:-gpu)?(?: version)?(?: \(use command below\))?\s*(?:[:=]=?|\s)\s*v?(?P<v>[12]\.\d{1,2})(?:\.\d+)?\b")
+      for lit in ("tensorflow version", "tensor flow version", "tensorflow==", "tensorflow-gpu==", "tensorflow-gpu ", "tensorflow  ")),
+    ("system_cuda", "cuda/cudnn version", r"cuda/cudnn version:?\s*(?:cuda\s*)?v?(?P<v>\d{1,2}\.\d)"),
     ("gcc", "gcc (", r"^\W*(?:x86_64-\S+-)?gcc(?:-\d+)?(?:\.exe)? \([^)]*\) (?P<v>\d+)\.\d+"),
     ("gcc", "g++ (", r"^\W*(?:x86_64-\S+-)?g\+\+(?:-\d+)?(?:\.exe)? \([^)]*\) (?P<v>\d+)\.\d+"),
     ("gcc", "gcc version", r"\bgcc version:?\s*(?:\([^)]*\)\s*)?(?P<v>\d+)\.\d+"),
@@ -175,6 +179,24 @@ def judge(diags: list, ctx: Dict[str, List[Tuple[int, str]]], make: Callable) ->
                 conclude("driver.too_old", {"driver": _line(facts, "driver"), "built_for_cuda": _line(facts, "built_cuda", cuda),
                                             "newest_cuda_this_driver_runs": newest}, _NO_GPU + ("driver.too_old",))
                 break
+    elif len(drivers) == 1 and len(toolkits) == 1 and not built:
+        # a program built by this nvcc: only judged when the log also shows it failing to find a working GPU
+        if matrix.driver_supports(drivers[0], toolkits[0], os_name) == "unsupported" and \
+                any(d.finding.id in _NO_GPU + ("driver.too_old",) for d in diags):
+            conclude("driver.too_old", {"driver": _line(facts, "driver"), "nvcc": _line(facts, "toolkit"),
+                                        "newest_cuda_this_driver_runs": matrix.max_cuda_for_driver(drivers[0], os_name) or "none"},
+                     _NO_GPU + ("driver.too_old",))
+    tf = _distinct(facts, "tensorflow")
+    system_cuda = toolkits or _distinct(facts, "system_cuda")
+    if len(tf) == 1 and len(system_cuda) == 1 and not built:
+        row = next((r for r in matrix.tensorflow_releases() if r.tensorflow == tf[0]), None)
+        # TensorFlow (before its pip CUDA wheels) dlopens the CUDA libraries of the major it was built with
+        if row is not None and row.cuda.split(".")[0] != system_cuda[0].split(".")[0]:
+            conclude("library.not_found", {"tensorflow": _line(facts, "tensorflow"),
+                                           "installed_cuda": _line(facts, "toolkit") or _line(facts, "system_cuda"),
+                                           "why": f"TensorFlow {tf[0]} was built with CUDA {row.cuda} and loads that major's "
+                                                  f"libraries; CUDA {system_cuda[0]} is installed"},
+                     ("framework.cpu_build", "device.not_visible", "library.not_found"))
     compilers = [("gcc", v) for v in _distinct(facts, "gcc")] + [("clang", v) for v in _distinct(facts, "clang")]
     if len(toolkits) == 1 and compilers:
         rel = matrix.cuda_release(toolkits[0])
