@@ -55,6 +55,8 @@ CORPORA = (
                               "then tuned on)"),
     ("tests/corpus_unseen13", "held-out corpus 13 (64 threads, a later session, KB with the version facts and weak hints; "
                               "75.0% before tuning: docs/explain/unseen13.txt; then tuned on)"),
+    ("tests/corpus_unseen14", "held-out corpus 14 (48 threads, KB after corpus 13's round; 79.2% before tuning: "
+                              "docs/explain/unseen14.txt; then tuned on)"),
 )
 
 

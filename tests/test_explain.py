@@ -177,6 +177,9 @@ TOOL_LINES = [
      "env.cuda_home"),
     ('error MSB4019: The imported project "C:\\Program Files\\Microsoft Visual Studio\\2022\\Community\\MSBuild\\Microsoft\\VC'
      '\\v170\\BuildCustomizations\\CUDA 12.1.props" was not found.', "env.cuda_home"),
+    ("RuntimeError: sigmoid_focal_loss_forward_impl: implementation for device cuda:0 not found.", "framework.cpu_build"),
+    ("Could not load library libcudnn_cnn_infer.so.8. Error: /usr/local/Cluster-Apps/cuda/8.0/lib64/libnvrtc.so: "
+     "undefined symbol: nvrtcGetCUBIN", "env.ld_library_path"),
     # a loader error for the driver's own library (the catalogue in explain/libraries.py) is a missing driver
     ("W dso_loader.cc:64] Could not load dynamic library 'nvcuda.dll'; dlerror: nvcuda.dll not found", "driver.missing"),
 ]
@@ -199,6 +202,7 @@ def test_bitsandbytes_falling_back_to_its_cpu_library_gives_the_setup_reason_fir
 
 
 @pytest.mark.parametrize("marker", ["Creating vqgan_generate_run ... done", "root@3f2a9c1b7d4e:/app# python run.py",
+                                    "docker compose --profile auto up --build",
                                     " \u2714 Container app-worker-1  Started", "$ docker compose up"])
 def test_no_driver_inside_a_container_is_a_container_without_the_gpu(marker):
     log = marker + "\nRuntimeError: Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU\n"
@@ -477,7 +481,7 @@ def test_corpus_accuracy():
 
 # Held-out corpora (docs/explain.md): every class and negatives, sources never used by the development
 # corpus nor by each other; corpus_unseen was measured before tuning (docs/explain/unseen-before.txt).
-UNSEEN = [ROOT / "tests" / f"corpus_unseen{n}" for n in ("", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13")]
+UNSEEN = [ROOT / "tests" / f"corpus_unseen{n}" for n in ("", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13", "14")]
 
 
 @pytest.mark.parametrize("directory", UNSEEN, ids=lambda p: p.name)
@@ -491,13 +495,15 @@ def test_held_out_corpora_are_complete_fresh_and_cover_every_class(directory):
         assert e["source"].rstrip("/") not in dev_sources, f"{e['_file']}: also in the development corpus"
     sources = [e["source"].rstrip("/") for e in entries]
     assert len(sources) == len(set(sources))
-    if directory.name in ("corpus_unseen", "corpus_unseen5", "corpus_unseen9"):
+    if directory.name in ("corpus_unseen", "corpus_unseen5", "corpus_unseen9", "corpus_unseen13"):
         assert len(entries) >= 60 and sum(e["cause"] == "none" for e in entries) >= 10
         covered = {e["cause"] for e in entries}
         if directory.name == "corpus_unseen5":  # no unused thread confirmed a non-plan file: engine_invalid only as also_ok
             covered |= {c for e in entries for c in e.get("also_ok", [])}
         if directory.name == "corpus_unseen9":  # every confirmed stub-libcuda thread found was already used
             covered |= {"driver.stub_library"}
+        if directory.name == "corpus_unseen13":  # no unused, confirmed thread found for these four (docs/explain.md)
+            covered |= {"driver.stub_library", "tensorrt.engine_invalid", "tensorrt.engine_wrong_gpu", "tensorrt.cublas_tactic"}
         assert ids - {"program.error"} <= covered
 
 
@@ -520,7 +526,8 @@ FLOORS = {"corpus_unseen": (0.95, 0), "corpus_unseen2": (0.95, 0), "corpus_unsee
           "corpus_unseen10": (0.9, 0),  # 10: 75.0% before tuning (docs/explain/unseen10.txt)
           "corpus_unseen11": (1.0, 0),  # 11: 85.7% before tuning (docs/explain/unseen11.txt)
           "corpus_unseen12": (0.85, 0),  # 12: 61.9% before tuning (docs/explain/unseen12.txt)
-          "corpus_unseen13": (0.82, 0)}  # 13: 75.0% before tuning (docs/explain/unseen13.txt)
+          "corpus_unseen13": (0.82, 0),  # 13: 75.0% before tuning (docs/explain/unseen13.txt)
+          "corpus_unseen14": (0.91, 0)}  # 14: 79.2% before tuning (docs/explain/unseen14.txt)
 
 
 @pytest.mark.parametrize("directory", UNSEEN, ids=lambda p: p.name)

@@ -97,6 +97,8 @@ def test_pytorch_and_nvcc_of_different_cuda_majors_in_an_extension_build():
     ("akmodsbuild: error: Failed build dependencies: gcc-c++ is needed by nvidia-kmod-3:590.48.01", "driver.not_loaded"),
     ("[h264_nvenc] The minimum required Nvidia driver for nvenc is 570.0 or newer", "driver.too_old"),
     ("INFO Number of GPUs: 0", "device.not_visible"),
+    ("RuntimeError: This cuDF installation is missing the necessary PTX files that are <=50.", "arch.binary_missing"),
+    ("nvidia kernel module missing falling back to nouveau", "driver.not_loaded"),
 ])
 def test_an_unknown_message_gets_a_low_confidence_hint_of_where_it_points(line, expected):
     ranked = _ranked("some program output\n" + line + "\n")

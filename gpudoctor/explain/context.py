@@ -59,8 +59,8 @@ _RULES = (  # (kind, literal, regex on the line)
     ("in_container", "@", r"(?:^|\s)[a-z_][\w.-]*@[0-9a-f]{12}:"),  # any user: root@3f2a..., model-server@a881...
     ("in_container", " ... done", r"^\s*creating \S+ \.\.\. done"),
     ("in_container", "  started", r"^\W*container \S+\s+started\s*$"),
-    ("in_container", "docker-compose ", r"\bdocker-compose (?:up|run)\b"),
-    ("in_container", "docker compose ", r"\bdocker compose (?:up|run)\b"),
+    ("in_container", "docker-compose ", r"\bdocker-compose\b[^\n]{0,80}?\s(?:up|run)\b"),
+    ("in_container", "docker compose ", r"\bdocker compose\b[^\n]{0,80}?\s(?:up|run)\b"),  # flags may come first
     ("in_container", "--container-image", r"--container-image[= ]"),  # Slurm's Pyxis plugin (enroot)
     # A Slurm job sees only the GPUs it asked for (--gres=gpu, --gpus...): cgroups hide the others
     ("slurm_job", "srun ", r"(?:^|[\s$>;&|(])srun\s"),

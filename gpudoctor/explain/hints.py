@@ -80,7 +80,8 @@ HINTS: Tuple[Tuple[str, str, "re.Pattern[str]", Optional["re.Pattern[str]"], str
          r"(?:not defined|unsupported|not supported|invalid|unknown|not recognized|not a valid)",
          _COMPILER, _ARCH_DOC),
         ("arch.binary_missing", "a GPU architecture the program's kernels do not cover",
-         r"(?:\bsm_\d{2,3}\b|compute capability \d+\.\d).*?(?:not compatible|not supported|unsupported|too (?:old|new)|no kernel|no binary)",
+         r"(?:\bsm_\d{2,3}\b|compute capability \d+\.\d).*?(?:not compatible|not supported|unsupported|too (?:old|new)|no kernel|no binary)|"
+         + _both(r"\bptx\b(?!as)|\bcubins?\b|\bsass\b|kernel images?", r"\bmissing\b|\bnot (?:found|included|available)\b|\bno (?:compatible|matching)\b"),
          None, _ARCH_DOC),
         ("env.cuda_home", "CUDA_HOME (or CUDA_PATH) named as unset or wrong",
          r"\b(?:cuda_home|cuda_path|cuda_toolkit_root_dir|cudatoolkit_root|cuda_root|cudacxx)\b.*?"
@@ -89,7 +90,8 @@ HINTS: Tuple[Tuple[str, str, "re.Pattern[str]", Optional["re.Pattern[str]"], str
         ("library.not_found", "a CUDA library that fails to load",
          rf"(?:could not|cannot|can't|unable to|failed to) (?:load|find|open|locate|dlopen)\b.*?\b(?:lib)?{_CUDA_LIB}", None, _LOADER_DOC),
         ("driver.not_loaded", "the NVIDIA kernel module named as not loaded",
-         r"\bnvidia(?:[-_](?:uvm|drm|modeset))?(?:\.ko)?\b.*?(?:module not found|not loaded|failed to load|could not (?:load|insert)|"
+         r"falling back to nouveau|"
+         r"\bnvidia(?:[-_](?:uvm|drm|modeset))?(?:\.ko)?\b.*?(?:module not found|module (?:is )?missing|not loaded|failed to load|could not (?:load|insert)|"
          r"cannot (?:load|insert)|key was rejected|unknown symbol|required key not available)", None, _LOADER_DOC),
         ("driver.version_mismatch", "NVIDIA driver parts named with a version mismatch",
          _both(r"\bnvidia|\bnvml\b|\bnvrm\b", r"version mismatch|versions? (?:do not|don't) match|mismatched version"), None, _LOADER_DOC),
