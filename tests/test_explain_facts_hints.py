@@ -172,3 +172,14 @@ def test_a_toolkits_programs_on_a_driver_too_old_for_it_only_with_a_symptom():
     assert _ranked(facts) == []  # a build machine may well run no CUDA program
     ranked = _ranked(facts + "cudaGetDeviceCount returned 100\n-> no CUDA-capable device is detected\n")
     assert ranked[0][0] == "driver.too_old" and ranked[0][1] >= CONFIDENT
+
+
+@pytest.mark.parametrize("stated", ["torch                     2.1.0+cpu", "Successfully installed torch-2.1.0+cpu",
+                                    "conda install pytorch torchvision cpuonly -c pytorch", "pip install tensorflow-cpu==2.15"])
+def test_a_cpu_only_build_named_in_the_log(stated):
+    d = _diags(stated + "\n")
+    assert d[0].finding.id == "framework.cpu_build" and d[0].score < CONFIDENT
+    # beside a no-GPU symptom it is the cause, with confidence
+    ranked = _ranked(stated + "\nRuntimeError: Found no NVIDIA driver on your system.\n")
+    assert ranked[0][0] == "framework.cpu_build" and ranked[0][1] >= CONFIDENT
+    assert _ranked("torch 2.1.0+cu121\nRuntimeError: Found no NVIDIA driver on your system.\n")[0][0] == "driver.missing"

@@ -15,7 +15,11 @@ judges them as ``gpudoctor check`` judges the same facts probed live, with the s
 - a GPU (by name or compute capability) and a PyTorch build with no SASS or PTX it can run (the
   matrix's inspected wheel) or a CUDA release that cannot target it at all: ``arch.binary_missing``;
 - a package built for CUDA major M and ``nvcc`` of another major in a build log (PyTorch's
-  cpp_extension refuses exactly this): ``framework.cuda_mismatch``.
+  cpp_extension refuses exactly this): ``framework.cuda_mismatch``;
+- a CPU-only build by its own name (``torch 2.1.0+cpu``, conda's ``cpuonly``, ``tensorflow-cpu``,
+  ``faiss-cpu``): ``framework.cpu_build``;
+- TensorFlow's version and the CUDA installed beside it (its issue template), of different majors:
+  TensorFlow cannot load its CUDA libraries (``library.not_found``).
 
 A judgment from facts alone is a low-confidence diagnosis (:data:`FACTS_ONLY`, below the 0.75
 "medium" floor): the facts are true of the machine, but the failure may have another cause. When the
@@ -45,6 +49,11 @@ _RULES = (  # (kind, literal, regex on the line; its group v is the value)
     ("driver", "kernel reported version is", rf"kernel reported version is:?\s*(?P<v>{_V3})\b"),  # TensorFlow
     # Wheels tagged with their CUDA: torch 2.1.0+cu121, torchvision-0.16.0+cu118
     ("built_cuda", "+cu", r"(?:(?P<pkg>[a-z][\w.-]*?)[\s=:_-]+(?:version:?\s*)?)?v?(?P<pv>\d+\.\d+(?:\.\d+)?)\+cu(?P<v>\d{2,3})\b"),
+    # CPU-only builds, by their own names: torch 2.1.0+cpu, conda's cpuonly, tensorflow-cpu, faiss-cpu
+    ("cpu_build", "+cpu", r"(?P<pkg>torch|pytorch|torchvision|torchaudio|jaxlib|paddlepaddle|mxnet)[\s=:_-]+(?:version:?\s*)?v?\d+\.\d+(?:\.\d+)?\+cpu\b"),
+    ("cpu_build", "cpuonly", r"\bcpuonly\b"),
+    ("cpu_build", "tensorflow-cpu", r"\btensorflow-cpu\b"),
+    ("cpu_build", "faiss-cpu", r"\bfaiss-cpu\b"),
     ("built_cuda", "cuda used to build pytorch", r"cuda used to build pytorch:\s*(?P<v>\d+\.\d+)"),
     ("built_cuda", "'cuda_version'", r"'cuda_version':\s*'(?P<v>\d+\.\d+)"),  # tf.sysconfig.get_build_info()
     ("toolkit", "cuda compilation tools, release", r"cuda compilation tools, release (?P<v>\d+\.\d+)"),
@@ -197,6 +206,12 @@ def judge(diags: list, ctx: Dict[str, List[Tuple[int, str]]], make: Callable) ->
                                            "why": f"TensorFlow {tf[0]} was built with CUDA {row.cuda} and loads that major's "
                                                   f"libraries; CUDA {system_cuda[0]} is installed"},
                      ("framework.cpu_build", "device.not_visible", "library.not_found"))
+    cpu = facts.get("cpu_build", ())
+    if cpu:
+        v, n, text, _g = cpu[0]
+        conclude("framework.cpu_build", {"cpu_only_package": f"line {n}: {text[:200]}",
+                                         "why": "the package installed is its CPU-only build, which has no CUDA code"},
+                 _NO_GPU + ("framework.cpu_build",))
     compilers = [("gcc", v) for v in _distinct(facts, "gcc")] + [("clang", v) for v in _distinct(facts, "clang")]
     if len(toolkits) == 1 and compilers:
         rel = matrix.cuda_release(toolkits[0])
