@@ -175,7 +175,7 @@ def test_a_toolkits_programs_on_a_driver_too_old_for_it_only_with_a_symptom():
 
 
 @pytest.mark.parametrize("stated", ["torch                     2.1.0+cpu", "Successfully installed torch-2.1.0+cpu",
-                                    "conda install pytorch torchvision cpuonly -c pytorch", "faiss-cpu                 1.7.4"])
+                                    "conda install pytorch torchvision cpuonly -c pytorch", "torchvision==0.16.0+cpu"])
 def test_a_cpu_only_build_named_in_the_log(stated):
     d = _diags(stated + "\n")
     assert d[0].finding.id == "framework.cpu_build" and d[0].score < CONFIDENT
