@@ -95,6 +95,13 @@ def _cases():
         ("script-runs-nvidia-smi", "driver.missing",
          f"env PATH=/nonexistent {PY} -c \"import subprocess; subprocess.run(['nvidia-smi', '-L'])\""),
         ("shell-nvidia-smi", "driver.missing", "env PATH=/nonexistent /bin/bash -c 'nvidia-smi -L'"),
+        # the versions people paste beside an error (gpudoctor/explain/facts.py): true facts of a healthy machine
+        # must not become a diagnosis, nor displace the real cause
+        ("stated-versions-healthy", "none",
+         f"nvidia-smi; nvcc --version; gcc --version; {PY} -c \"import torch; print('torch', torch.__version__)\"; "
+         f"{PY} -c \"import torch; e=torch.nn.Embedding(10,4).cuda(); e(torch.tensor([11]).cuda()); torch.cuda.synchronize()\""),
+        ("stated-versions-hidden", "device.not_visible",
+         f"nvidia-smi; {PY} -c \"import torch; print('torch', torch.__version__)\"; CUDA_VISIBLE_DEVICES=\"\" {PY} -c \"{t}\""),
         ("cuda-home-list", "env.cuda_home",
          f"CUDA_HOME=/usr/local/cuda:/opt/cuda {PY} -c \"from torch.utils.cpp_extension import load_inline; "
          f"load_inline('x', '', cuda_sources='__global__ void k(){{}}', functions=[], build_directory='{TMP}')\""),
