@@ -183,3 +183,17 @@ def test_a_cpu_only_build_named_in_the_log(stated):
     ranked = _ranked(stated + "\nRuntimeError: Found no NVIDIA driver on your system.\n")
     assert ranked[0][0] == "framework.cpu_build" and ranked[0][1] >= CONFIDENT
     assert _ranked("torch 2.1.0+cu121\nRuntimeError: Found no NVIDIA driver on your system.\n")[0][0] == "driver.missing"
+
+
+def test_a_gpu_name_is_read_from_nvidia_smis_table_without_the_next_column():
+    from gpudoctor.explain.facts import read_facts
+
+    row = "|   0  NVIDIA GeForce GTX 1080        Off |   00000000:01:00.0  On |                  N/A |"
+    sc = Scanner(KB)
+    sc.feed((row + "\n").encode())
+    sc.close()
+    ctx = {}
+    for m in sc.matches:
+        ctx.setdefault(m.signature.id[len("context."):], []).append((m.line_no, m.line))
+    assert [v for v, *_ in read_facts(ctx)["gpu"]] == ["NVIDIA GeForce GTX 1080"]
+    assert _diags(row + "\ntorch 2.15.0+cu132\n")[0].finding.id == "arch.binary_missing"  # sm_61: no SASS, no PTX

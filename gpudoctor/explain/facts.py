@@ -69,8 +69,9 @@ _RULES = (  # (kind, literal, regex on the line; its group v is the value)
     ("gcc", "compiler identification is gnu", r"compiler identification is gnu (?P<v>\d+)\.\d+"),
     ("clang", "clang version", r"^(?!.*apple)\W*(?:ubuntu |debian )?clang version (?P<v>\d+)\.\d+"),
     ("clang", "compiler identification is clang", r"compiler identification is clang (?P<v>\d+)\.\d+"),
-    # A GPU by name (collect_env's "GPU 0: NVIDIA GeForce RTX 4090", nvidia-smi's table) or by its CC
-    *(("gpu", lit, r"(?P<v>(?:nvidia\s+)?(?:geforce|quadro|tesla|titan|rtx|gtx|[abhlt]\d{1,3}\b)[\w -]*)")
+    # A GPU by name (collect_env's "GPU 0: NVIDIA GeForce RTX 4090", nvidia-smi's table, whose next column
+    # is two or more spaces away) or by its CC
+    *(("gpu", lit, r"(?P<v>(?:nvidia\s+)?(?:geforce|quadro|tesla|titan|rtx|gtx|[abhlt]\d{1,3}\b)(?:[\w-]| (?! ))*)")
       for lit in ("geforce", "quadro", "tesla ", "titan ", "nvidia a", "nvidia h", "nvidia l4", "nvidia rtx", "nvidia t4")),
     ("cc", "compute capability", r"compute capability:?\s*(?P<v>\d{1,2}\.\d)\b"),
     ("cc", "capability major/minor", r"capability major/minor version number:\s*(?P<v>\d{1,2}\.\d)\b"),
