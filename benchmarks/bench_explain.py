@@ -57,6 +57,8 @@ CORPORA = (
                               "75.0% before tuning: docs/explain/unseen13.txt; then tuned on)"),
     ("tests/corpus_unseen14", "held-out corpus 14 (48 threads, KB after corpus 13's round; 79.2% before tuning: "
                               "docs/explain/unseen14.txt; then tuned on)"),
+    ("tests/corpus_unseen15", "held-out corpus 15 (30 threads, KB after corpus 14's round; 66.7% before tuning: "
+                              "docs/explain/unseen15.txt; then tuned on)"),
 )
 
 

@@ -180,6 +180,10 @@ TOOL_LINES = [
     ("RuntimeError: sigmoid_focal_loss_forward_impl: implementation for device cuda:0 not found.", "framework.cpu_build"),
     ("Could not load library libcudnn_cnn_infer.so.8. Error: /usr/local/Cluster-Apps/cuda/8.0/lib64/libnvrtc.so: "
      "undefined symbol: nvrtcGetCUBIN", "env.ld_library_path"),
+    ("FATAL: kernel `fmha_cutlassF_f32_aligned_64x64_rf_sm80` is for sm80-sm100, but was built for sm50", "arch.binary_missing"),
+    ("ERROR: ../rtSafe/cuda/caskUtils.cpp (80) - Assertion Error in trtSmToCask: 0 (Unsupported SM.)", "arch.toolkit_unsupported"),
+    ("thrust/system/cuda/config.h(78,2): error: The version of CUB in your include path is not compatible with this release "
+     "of Thrust.", "toolkit.mixed"),
     # a loader error for the driver's own library (the catalogue in explain/libraries.py) is a missing driver
     ("W dso_loader.cc:64] Could not load dynamic library 'nvcuda.dll'; dlerror: nvcuda.dll not found", "driver.missing"),
 ]
@@ -481,7 +485,7 @@ def test_corpus_accuracy():
 
 # Held-out corpora (docs/explain.md): every class and negatives, sources never used by the development
 # corpus nor by each other; corpus_unseen was measured before tuning (docs/explain/unseen-before.txt).
-UNSEEN = [ROOT / "tests" / f"corpus_unseen{n}" for n in ("", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13", "14")]
+UNSEEN = [ROOT / "tests" / f"corpus_unseen{n}" for n in ("", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13", "14", "15")]
 
 
 @pytest.mark.parametrize("directory", UNSEEN, ids=lambda p: p.name)
@@ -527,7 +531,9 @@ FLOORS = {"corpus_unseen": (0.95, 0), "corpus_unseen2": (0.95, 0), "corpus_unsee
           "corpus_unseen11": (1.0, 0),  # 11: 85.7% before tuning (docs/explain/unseen11.txt)
           "corpus_unseen12": (0.85, 0),  # 12: 61.9% before tuning (docs/explain/unseen12.txt)
           "corpus_unseen13": (0.82, 0),  # 13: 75.0% before tuning (docs/explain/unseen13.txt)
-          "corpus_unseen14": (0.91, 0)}  # 14: 79.2% before tuning (docs/explain/unseen14.txt)
+          "corpus_unseen14": (0.91, 0),  # 14: 79.2% before tuning (docs/explain/unseen14.txt)
+          # 15: 66.7% before tuning (docs/explain/unseen15.txt); atlas' "Failed to find nvcc" is the arguable negative
+          "corpus_unseen15": (0.83, 1)}
 
 
 @pytest.mark.parametrize("directory", UNSEEN, ids=lambda p: p.name)

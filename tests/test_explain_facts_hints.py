@@ -99,6 +99,7 @@ def test_pytorch_and_nvcc_of_different_cuda_majors_in_an_extension_build():
     ("INFO Number of GPUs: 0", "device.not_visible"),
     ("RuntimeError: This cuDF installation is missing the necessary PTX files that are <=50.", "arch.binary_missing"),
     ("nvidia kernel module missing falling back to nouveau", "driver.not_loaded"),
+    ("RuntimeError: TCNN was not compiled with half-precision support.", "arch.half_unsupported"),
 ])
 def test_an_unknown_message_gets_a_low_confidence_hint_of_where_it_points(line, expected):
     ranked = _ranked("some program output\n" + line + "\n")
@@ -195,5 +196,12 @@ def test_a_gpu_name_is_read_from_nvidia_smis_table_without_the_next_column():
     ctx = {}
     for m in sc.matches:
         ctx.setdefault(m.signature.id[len("context."):], []).append((m.line_no, m.line))
-    assert [v for v, *_ in read_facts(ctx)["gpu"]] == ["NVIDIA GeForce GTX 1080"]
+    assert {v for v, *_ in read_facts(ctx)["gpu"]} == {"NVIDIA GeForce GTX 1080"}
     assert _diags(row + "\ntorch 2.15.0+cu132\n")[0].finding.id == "arch.binary_missing"  # sm_61: no SASS, no PTX
+
+
+def test_tensorrt_and_a_gpu_outside_its_supported_range():
+    # TensorRT support matrix: 8.4 covers sm_35..sm_87; an RTX 4080 is sm_89
+    d = _diags("**TensorRT Version**: 8.4.1.5\n**NVIDIA GPU**: RTX 4080\n**CUDA Version**: 11.7\n")
+    assert d[0].finding.id == "arch.toolkit_unsupported" and "sm_35 to sm_87" in d[0].finding.evidence["why"]
+    assert _ranked("**TensorRT Version**: 8.6.1\n**NVIDIA GPU**: RTX 4080\n") == []

@@ -92,7 +92,7 @@ def _render(diags, scanner, top: int, cmd_rc: Optional[int]) -> str:
             out += [f"     {line}" for line in f.evidence.get("hint_lines", [])[:2]]
         if "judged_by" in f.evidence:  # gpudoctor.explain.facts: versions the log states, judged by the matrix
             for key in ("driver", "built_for_cuda", "nvcc", "host_compiler", "gpu", "build", "framework", "cpu_only_package",
-                        "tensorflow", "installed_cuda"):
+                        "tensorflow", "installed_cuda", "tensorrt"):
                 if f.evidence.get(key):
                     out.append(f"     stated: {f.evidence[key]}")
             out += [f"     {k.replace('_', ' ')}: {v}" for k, v in f.evidence.items()

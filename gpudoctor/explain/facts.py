@@ -19,7 +19,10 @@ judges them as ``gpudoctor check`` judges the same facts probed live, with the s
 - a CPU-only build by its own name (``torch 2.1.0+cpu``, conda's ``cpuonly``, ``tensorflow-cpu``,
   ``faiss-cpu``): ``framework.cpu_build``;
 - TensorFlow's version and the CUDA installed beside it (its issue template), of different majors:
-  TensorFlow cannot load its CUDA libraries (``library.not_found``).
+  TensorFlow cannot load its CUDA libraries (``library.not_found``);
+- TensorRT's version and a GPU outside that release's supported range (the TensorRT support
+  matrix's min/max SM): ``arch.toolkit_unsupported`` (the KB's class for "this TensorRT does not
+  support this SM").
 
 A judgment from facts alone is a low-confidence diagnosis (:data:`FACTS_ONLY`, below the 0.75
 "medium" floor): the facts are true of the machine, but the failure may have another cause. When the
@@ -62,6 +65,9 @@ _RULES = (  # (kind, literal, regex on the line; its group v is the value)
     # TensorFlow's version (its issue template, pip) and the CUDA installed beside it (the same template)
     *(("tensorflow", lit, r"tensor ?flow(?:-gpu)?(?: version)?(?: \(use command below\))?\s*(?:[:=]=?|\s)\s*v?(?P<v>[12]\.\d{1,2})(?:\.\d+)?\b")
       for lit in ("tensorflow version", "tensor flow version", "tensorflow==", "tensorflow-gpu==", "tensorflow-gpu ", "tensorflow  ")),
+    # TensorRT's version (its issue template, pip, its own log) for its supported-GPU range
+    *(("tensorrt", lit, r"tensorrt(?:\W{0,4}version)?\W{0,6}v?(?P<v>\d{1,2}\.\d{1,2})(?:\.\d+)*\b")
+      for lit in ("tensorrt version", "tensorrt==", "using tensorrt ", "loaded tensorrt ")),
     ("system_cuda", "cuda/cudnn version", r"cuda/cudnn version:?\s*(?:cuda\s*)?v?(?P<v>\d{1,2}\.\d)"),
     ("gcc", "gcc (", r"^\W*(?:x86_64-\S+-)?gcc(?:-\d+)?(?:\.exe)? \([^)]*\) (?P<v>\d+)\.\d+"),
     ("gcc", "g++ (", r"^\W*(?:x86_64-\S+-)?g\+\+(?:-\d+)?(?:\.exe)? \([^)]*\) (?P<v>\d+)\.\d+"),
@@ -72,7 +78,8 @@ _RULES = (  # (kind, literal, regex on the line; its group v is the value)
     # A GPU by name (collect_env's "GPU 0: NVIDIA GeForce RTX 4090", nvidia-smi's table, whose next column
     # is two or more spaces away) or by its CC
     *(("gpu", lit, r"(?P<v>(?:nvidia\s+)?(?:geforce|quadro|tesla|titan|rtx|gtx|[abhlt]\d{1,3}\b)(?:[\w-]| (?! ))*)")
-      for lit in ("geforce", "quadro", "tesla ", "titan ", "nvidia a", "nvidia h", "nvidia l4", "nvidia rtx", "nvidia t4")),
+      for lit in ("geforce", "quadro", "tesla ", "titan ", "nvidia a", "nvidia h", "nvidia l4", "nvidia rtx", "nvidia t4",
+                  "rtx ", "gtx ")),
     ("cc", "compute capability", r"compute capability:?\s*(?P<v>\d{1,2}\.\d)\b"),
     ("cc", "capability major/minor", r"capability major/minor version number:\s*(?P<v>\d{1,2}\.\d)\b"),
     ("windows", ".dll", r"\.dll\b"),
@@ -228,6 +235,15 @@ def judge(diags: list, ctx: Dict[str, List[Tuple[int, str]]], make: Callable) ->
         verdict = _kernels_for(matrix, facts, cc)
         if verdict:
             conclude("arch.binary_missing", {"gpu": where, "compute_capability": cc, **verdict}, _KERNEL_FAILED)
+    trt = _distinct(facts, "tensorrt")
+    if gpu and len(trt) == 1:
+        cc, where = gpu
+        row = matrix.tensorrt_release(trt[0])
+        sm = int(cc.replace(".", ""))
+        low, high = ((int(x[3:]) if x else None) for x in ((row.min_sm, row.max_sm) if row else (None, None)))
+        if row is not None and row.exact and low is not None and high is not None and not low <= sm <= high:
+            conclude("arch.toolkit_unsupported", {"gpu": where, "compute_capability": cc, "tensorrt": _line(facts, "tensorrt"),
+                                                  "why": f"TensorRT {row.tensorrt} supports sm_{low} to sm_{high}"}, ())
     if len(toolkits) == 1 and (ctx.get("nvcc") or ctx.get("build_error")):
         nvcc_major = toolkits[0].split(".")[0]
         for v, n, text, groups in facts.get("built_cuda", ()):

@@ -83,6 +83,10 @@ HINTS: Tuple[Tuple[str, str, "re.Pattern[str]", Optional["re.Pattern[str]"], str
          r"(?:\bsm_\d{2,3}\b|compute capability \d+\.\d).*?(?:not compatible|not supported|unsupported|too (?:old|new)|no kernel|no binary)|"
          + _both(r"\bptx\b(?!as)|\bcubins?\b|\bsass\b|kernel images?", r"\bmissing\b|\bnot (?:found|included|available)\b|\bno (?:compatible|matching)\b"),
          None, _ARCH_DOC),
+        ("arch.half_unsupported", "half precision named as not built or not supported",
+         _both(r"half[- ]precision|\bfp16\b|\bbf16\b|bfloat16|\b__half\b",
+               r"not compiled with|compiled without|built without|not supported|unsupported|requires? (?:compute capability|sm_?\d)"),
+         None, _ARCH_DOC),
         ("env.cuda_home", "CUDA_HOME (or CUDA_PATH) named as unset or wrong",
          r"\b(?:cuda_home|cuda_path|cuda_toolkit_root_dir|cudatoolkit_root|cuda_root|cudacxx)\b.*?"
          r"(?:not set|not found|\bnone\b|invalid|could not|cannot|unset|no such|does ?n[o']t exist|is not|not defined)",
