@@ -38,6 +38,7 @@ from typing import Dict, List, Tuple
 
 from gpudoctor.explain.hints import HINT_MAX
 from gpudoctor.explain.kb import CONTEXT_PREFIX, Signature, Variant
+from gpudoctor.explain.ranking import raise_or_add
 
 __all__ = ["CONTEXT_PREFIX", "context_signatures", "apply"]
 
@@ -155,16 +156,7 @@ def apply(diags: list, ctx: Dict[str, List[Tuple[int, str]]], make) -> list:
     def promote(sig_id: str, evidence: Dict[str, object], over: float) -> None:
         # context never makes a weak hint (gpudoctor.explain.hints) confident: it stays a hint
         score = min(max(over + 0.05, 0.8), 0.97) if over > HINT_MAX else min(over + 0.02, HINT_MAX)
-        d = by_id.get(sig_id)
-        if d is None:
-            d = make(sig_id, score, evidence)
-            if d is None:
-                return
-            diags.append(d)
-            by_id[sig_id] = d
-        else:
-            d.score = max(d.score, score)
-            d.finding.evidence.update(evidence)
+        raise_or_add(diags, by_id, make, sig_id, score, evidence)
 
     # First: a program that ran nvidia-smi and found no such program has no driver (a symptom the
     # container rules below may still trace to a container started without the GPU).

@@ -35,6 +35,7 @@ import re
 from typing import Callable, Dict, List, Optional, Tuple
 
 from gpudoctor.explain.kb import CONTEXT_PREFIX, Signature, Variant
+from gpudoctor.explain.ranking import raise_or_add
 
 __all__ = ["FACT_PREFIX", "fact_signatures", "read_facts", "judge", "FACTS_ONLY"]
 
@@ -175,16 +176,7 @@ def judge(diags: list, ctx: Dict[str, List[Tuple[int, str]]], make: Callable) ->
         seen = [d.score for d in diags if d.finding.id in symptoms and d.finding.id != sig_id]
         score = min(max(max(seen) + 0.05, 0.8), 0.95) if seen else FACTS_ONLY
         evidence = dict(evidence, judged_by="the versions stated in the log, against gpudoctor's compatibility matrix")
-        d = by_id.get(sig_id)
-        if d is None:
-            d = make(sig_id, score, evidence)
-            if d is None:
-                return
-            diags.append(d)
-            by_id[sig_id] = d
-        else:
-            d.score = max(d.score, score)
-            d.finding.evidence.update(evidence)
+        raise_or_add(diags, by_id, make, sig_id, score, evidence)
 
     drivers, built = _distinct(facts, "driver"), _distinct(facts, "built_cuda")
     toolkits = _distinct(facts, "toolkit")
