@@ -137,7 +137,7 @@ def test_hints_read_only_the_logs_tail():
 
 def test_every_hint_names_a_class_of_the_kb_and_cites_an_nvidia_or_tool_doc():
     ids = {s.id for s in KB}
-    for fid, why, rx, need, doc in HINTS:
+    for fid, why, shape, need, doc in HINTS:
         assert fid in ids and why and doc.startswith("https://")
 
 
@@ -205,3 +205,12 @@ def test_tensorrt_and_a_gpu_outside_its_supported_range():
     d = _diags("**TensorRT Version**: 8.4.1.5\n**NVIDIA GPU**: RTX 4080\n**CUDA Version**: 11.7\n")
     assert d[0].finding.id == "arch.toolkit_unsupported" and "sm_35 to sm_87" in d[0].finding.evidence["why"]
     assert _ranked("**TensorRT Version**: 8.6.1\n**NVIDIA GPU**: RTX 4080\n") == []
+
+
+def test_hint_patterns_stay_linear_on_any_line():
+    # hints read whatever a log ends with: an "a.*?b" pattern is quadratic on a long line full of a's
+    # (a crafted 64 KiB tail once took 12 s); a shape is separate patterns that must all be present
+    for fid, why, shape, need, doc in HINTS:
+        for alternative in shape:
+            for p in alternative:
+                assert ".*" not in p.pattern and "\\S*" not in p.pattern and "\\S+?" not in p.pattern, (fid, p.pattern)

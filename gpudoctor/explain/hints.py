@@ -40,93 +40,113 @@ _FAIL = r"(?:\bfail\w*|\berror\b|\binvalid\b|\bmismatch\w*|\bassert\w*|\bcannot\
 _CUDA_LIB = r"(?:cudart|cublas\w*|cudnn\w*|cufft\w*|curand|cusparse\w*|cusolver\w*|nvrtc|nccl|nvinfer\w*|nvjitlink|cupti|nvonnxparser)"
 
 
-def _both(a: str, b: str) -> str:
-    """``a`` and ``b`` on one line, in either order."""
-    return rf"(?:{a}).*?(?:{b})|(?:{b}).*?(?:{a})"
-
-
 _CUDA_BUILD = re.compile(r"\bnvcc\b|\.cuh?\b|cudafe|\bcicc\b", re.I)
 _COMPILER = re.compile(r"\bnvcc\b|\bptxas\b|\bcmake\b|\bcicc\b|\bmake\b|\.cuh?\b|gpu-architecture|torch_cuda_arch_list", re.I)
 _TRT = re.compile(r"tensorrt|\btrt\b|nvinfer|\.engine\b|\.plan\b|\.trt\b", re.I)
 
-#: (finding id, what the line shows, regex on one line, a regex the tail must also match or None, source)
-HINTS: Tuple[Tuple[str, str, "re.Pattern[str]", Optional["re.Pattern[str]"], str], ...] = tuple(
-    (fid, why, re.compile(rx, re.I), need, doc) for fid, why, rx, need, doc in (
-        ("toolkit.mixed", "a compile error inside the CUDA toolkit's own headers",
-         r"[/\\](?:cuda[/\\]std|cuda[/\\]__\w+|cccl|libcudacxx|thrust|cub|crt|nv[/\\]target)[/\\]\S*?(?:\(\d+\)|:\d+)\W+(?:\d+:\s*)?(?:fatal )?error\b",
-         None, _NVCC_DOC),
-        ("toolkit.mixed", "a CUDA symbol undefined at link or load time (headers and library of different releases)",
-         rf"undefined (?:references? to|symbol:?)\s*\W?(?:cuda|{_CUDA_LIB}|cu[a-z]+_v\d)", None, _COMPAT_DOC),
-        ("compiler.unsupported", "a CUDA build's error inside the host compiler's C++ standard headers",
-         r"(?:/include/c\+\+/[\d.]+/|/bits/|\\msvc\\[\d.]+\\include\\|/usr/lib/gcc/\S+?/include/)\S*?(?:\(\d+\)|:\d+)\W+(?:\d+:\s*)?(?:fatal )?error\b",
-         _CUDA_BUILD, _NVCC_DOC),
-        ("cudnn.mismatch", "cuDNN named with a version contradiction",
-         _both(r"\bcudnn\b", r"mismatch|incompatib|outdated|does not match|doesn't match|but (?:source|found|got|the|installed)|"
-               r"(?:built|compiled) (?:against|with)|expected|too old|lower than|minimum|at least|\bneeds?\b|requires?"),
-         None, _CUDNN_DOC),
-        ("driver.too_old", "the driver named as too old",
-         r"(?:update|upgrade) (?:your |the )?(?:nvidia |gpu |graphics |cuda )?drivers?\b|newer (?:nvidia |gpu )?drivers?\b|"
-         r"minimum required (?:nvidia |gpu )?driver|driver does not support the required|"
-         + _both(r"\bdrivers?\b", r"too old|outdated|older than|is insufficient|minimum (?:required )?version|requires? (?:a |an )?newer"),
-         None, _COMPAT_DOC),
-        ("framework.cuda_mismatch", "two CUDA versions named as not matching",
-         r"\bcuda\b.*?\bversions?\b.*?(?:mismatch|incompatib|does not match|doesn't match|differ|not compatible)",
-         None, _COMPAT_DOC),
-        ("tensorrt.engine_mismatch", "a TensorRT engine that fails to deserialize",
-         rf"(?:deserializ\w*.*?\b(?:engine|plan)\b|\b(?:engine|plan)\b.*?deserializ\w*).*?{_FAIL}|{_FAIL}.*?deserializ\w*.*?\b(?:engine|plan)\b",
-         _TRT, _TRT_DOC),
-        ("arch.toolkit_unsupported", "a compiler refusing a GPU architecture",
-         r"(?:gpu-architecture|gpu-code|\bsm_\d{2,3}[af]?\b|\bcompute_\d{2,3}[af]?\b|cuda_architectures).*?"
-         r"(?:not defined|unsupported|not supported|invalid|unknown|not recognized|not a valid)",
-         _COMPILER, _ARCH_DOC),
-        ("arch.binary_missing", "a GPU architecture the program's kernels do not cover",
-         r"(?:\bsm_\d{2,3}\b|compute capability \d+\.\d).*?(?:not compatible|not supported|unsupported|too (?:old|new)|no kernel|no binary)|"
-         + _both(r"\bptx\b(?!as)|\bcubins?\b|\bsass\b|kernel images?", r"\bmissing\b|\bnot (?:found|included|available)\b|\bno (?:compatible|matching)\b"),
-         None, _ARCH_DOC),
-        ("arch.half_unsupported", "half precision named as not built or not supported",
-         _both(r"half[- ]precision|\bfp16\b|\bbf16\b|bfloat16|\b__half\b",
-               r"not compiled with|compiled without|built without|not supported|unsupported|requires? (?:compute capability|sm_?\d)"),
-         None, _ARCH_DOC),
-        ("env.cuda_home", "CUDA_HOME (or CUDA_PATH) named as unset or wrong",
-         r"\b(?:cuda_home|cuda_path|cuda_toolkit_root_dir|cudatoolkit_root|cuda_root|cudacxx)\b.*?"
-         r"(?:not set|not found|\bnone\b|invalid|could not|cannot|unset|no such|does ?n[o']t exist|is not|not defined)",
-         None, _NVCC_DOC),
-        ("library.not_found", "a CUDA library that fails to load",
-         rf"(?:could not|cannot|can't|unable to|failed to) (?:load|find|open|locate|dlopen)\b.*?\b(?:lib)?{_CUDA_LIB}", None, _LOADER_DOC),
-        ("driver.not_loaded", "the NVIDIA kernel module named as not loaded",
-         r"falling back to nouveau|"
-         r"\bnvidia(?:[-_](?:uvm|drm|modeset))?(?:\.ko)?\b.*?(?:module not found|module (?:is )?missing|not loaded|failed to load|could not (?:load|insert)|"
-         r"cannot (?:load|insert)|key was rejected|unknown symbol|required key not available)", None, _LOADER_DOC),
-        ("driver.version_mismatch", "NVIDIA driver parts named with a version mismatch",
-         _both(r"\bnvidia|\bnvml\b|\bnvrm\b", r"version mismatch|versions? (?:do not|don't) match|mismatched version"), None, _LOADER_DOC),
-        ("driver.not_loaded", "the NVIDIA kernel module failing to build for the kernel (DKMS, akmods)",
-         _both(r"\bdkms\b|\bakmods?\w*|\bkmod\b|nvidia-kmod", r"\bnvidia"), re.compile(r"error|fail|bad return|could not|does not exist", re.I), _LOADER_DOC),
-        ("driver.not_loaded", "an NVIDIA device node that does not exist (the kernel module creates them)",
-         r"/dev/nvidia[\w-]*.*?no such (?:file|device)", None, _LOADER_DOC),
-        ("driver.no_permission", "an NVIDIA device file that may not be opened",
-         r"/dev/nvidia\w*.*?(?:permission denied|operation not permitted|access denied)", None, _LOADER_DOC),
-        ("driver.missing", "the NVIDIA driver (or its NVML library) named as absent",
-         _both(r"nvidia-smi|libcuda\.so|nvcuda\.dll|nvidia driver|nvml\.dll|libnvidia-ml|\bnvml\b",
-               r"not found|no such file|not installed|missing|(?:can't|cannot|could not|unable to) find"), None, _LOADER_DOC),
-        ("driver.not_loaded", "the NVIDIA driver named as not running",
-         _both(r"\bnvidia\b|\bdriver\b", r"installed and running|is not running|isn't running|couldn't communicate|could not communicate"),
-         None, _LOADER_DOC),
-        ("gpu.health", "a GPU named as lost or faulted",
-         r"\b(?:gpu|device)\b.*?(?:fallen off|fell off|is lost|was lost|stopped responding|not responding|hung|overheat|thermal)", None,
-         "https://docs.nvidia.com/deploy/xid-errors/index.html"),
-        ("device.not_visible", "no CUDA device found",
-         r"\b(?:no|0|zero) (?:cuda[- ]capable |cuda |nvidia |usable |available )?(?:gpus?|devices?)\b.*?(?:found|available|detected|visible)|"
-         r"\b(?:gpu|cuda)\b.*?(?:is not available|not available|unavailable)|"
-         r"(?:number of|num|count of) (?:cuda |nvidia )?(?:gpus?|devices?)\W{0,3}(?:available|found|detected|visible)?\s*[:=]\s*0\b|"
-         r"\b(?:gpu|device) count\s*[:=]\s*0\b", None,
-         "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#cuda-environment-variables"),
-        ("framework.cpu_build", "a CPU-only build named",
-         r"(?:not compiled with|built without|compiled without) (?:cuda|gpu)|\bcpu[- ]only\b|\+cpu\b|\bcpuonly\b", None,
-         "https://pytorch.org/get-started/locally/"),
-        ("cuda.out_of_memory", "GPU memory named as exhausted",
-         r"\b(?:gpu|cuda|device|vram)\b.*?(?:not enough memory|insufficient memory|memory (?:exhausted|exceeded)|failed to allocate)",
-         None, "https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html"),
-    ))
+# A hint's shape: alternatives, each a set of patterns that must all be on the line, in any order.
+# Separate searches keep a hint linear in the line's length (an "a.*?b" regex is quadratic on a long
+# line full of a's, and hints read whatever the log ends with).
+_Shape = Tuple[Tuple["re.Pattern[str]", ...], ...]
+
+
+def _all(*patterns: str) -> Tuple["re.Pattern[str]", ...]:
+    return tuple(re.compile(p, re.I) for p in patterns)
+
+
+def _any(*alternatives: Tuple["re.Pattern[str]", ...]) -> _Shape:
+    return alternatives
+
+
+#: (finding id, what the line shows, its shape, a regex the tail must also match or None, source)
+HINTS: Tuple[Tuple[str, str, _Shape, Optional["re.Pattern[str]"], str], ...] = (
+    ("toolkit.mixed", "a compile error inside the CUDA toolkit's own headers",
+     _any(_all(r"[/\\](?:cuda[/\\]std|cuda[/\\]__\w+|cccl|libcudacxx|thrust|cub|crt|nv[/\\]target)[/\\]\S{0,400}?(?:\(\d+\)|:\d+)\W+(?:\d+:\s*)?(?:fatal )?error\b")),
+     None, _NVCC_DOC),
+    ("toolkit.mixed", "a CUDA symbol undefined at link or load time (headers and library of different releases)",
+     _any(_all(rf"undefined (?:references? to|symbol:?)\s*\W?(?:cuda|{_CUDA_LIB}|cu[a-z]+_v\d)")), None, _COMPAT_DOC),
+    ("compiler.unsupported", "a CUDA build's error inside the host compiler's C++ standard headers",
+     _any(_all(r"(?:/include/c\+\+/[\d.]+/|/bits/|\\msvc\\[\d.]+\\include\\|/usr/lib/gcc/\S{1,200}?/include/)\S{0,400}?(?:\(\d+\)|:\d+)\W+(?:\d+:\s*)?(?:fatal )?error\b")),
+     _CUDA_BUILD, _NVCC_DOC),
+    ("cudnn.mismatch", "cuDNN named with a version contradiction",
+     _any(_all(r"\bcudnn\b", r"mismatch|incompatib|outdated|does not match|doesn't match|but (?:source|found|got|the|installed)|"
+               r"(?:built|compiled) (?:against|with)|expected|too old|lower than|minimum|at least|\bneeds?\b|requires?")),
+     None, _CUDNN_DOC),
+    ("driver.too_old", "the driver named as too old",
+     _any(_all(r"(?:update|upgrade) (?:your |the )?(?:nvidia |gpu |graphics |cuda )?drivers?\b|newer (?:nvidia |gpu )?drivers?\b|"
+               r"minimum required (?:nvidia |gpu )?driver|driver does not support the required"),
+          _all(r"\bdrivers?\b", r"too old|outdated|older than|is insufficient|minimum (?:required )?version|requires? (?:a |an )?newer")),
+     None, _COMPAT_DOC),
+    ("framework.cuda_mismatch", "two CUDA versions named as not matching",
+     _any(_all(r"\bcuda\b", r"\bversions?\b", r"mismatch|incompatib|does not match|doesn't match|differ|not compatible")),
+     None, _COMPAT_DOC),
+    ("tensorrt.engine_mismatch", "a TensorRT engine that fails to deserialize",
+     _any(_all(r"deserializ", r"\b(?:engine|plan)\b", _FAIL)), _TRT, _TRT_DOC),
+    ("arch.toolkit_unsupported", "a compiler refusing a GPU architecture",
+     _any(_all(r"gpu-architecture|gpu-code|\bsm_\d{2,3}[af]?\b|\bcompute_\d{2,3}[af]?\b|cuda_architectures",
+               r"not defined|unsupported|not supported|invalid|unknown|not recognized|not a valid")),
+     _COMPILER, _ARCH_DOC),
+    ("arch.binary_missing", "a GPU architecture the program's kernels do not cover",
+     _any(_all(r"\bsm_\d{2,3}\b|compute capability \d+\.\d",
+               r"not compatible|not supported|unsupported|too (?:old|new)|no kernel|no binary"),
+          _all(r"\bptx\b(?!as)|\bcubins?\b|\bsass\b|kernel images?",
+               r"\bmissing\b|\bnot (?:found|included|available)\b|\bno (?:compatible|matching)\b")),
+     None, _ARCH_DOC),
+    ("arch.half_unsupported", "half precision named as not built or not supported",
+     _any(_all(r"half[- ]precision|\bfp16\b|\bbf16\b|bfloat16|\b__half\b",
+               r"not compiled with|compiled without|built without|not supported|unsupported|requires? (?:compute capability|sm_?\d)")),
+     None, _ARCH_DOC),
+    ("env.cuda_home", "CUDA_HOME (or CUDA_PATH) named as unset or wrong",
+     _any(_all(r"\b(?:cuda_home|cuda_path|cuda_toolkit_root_dir|cudatoolkit_root|cuda_root|cudacxx)\b",
+               r"not set|not found|\bnone\b|invalid|could not|cannot|unset|no such|does ?n[o']t exist|is not|not defined")),
+     None, _NVCC_DOC),
+    ("library.not_found", "a CUDA library that fails to load",
+     _any(_all(r"(?:could not|cannot|can't|unable to|failed to) (?:load|find|open|locate|dlopen)\b", rf"\b(?:lib)?{_CUDA_LIB}")),
+     None, _LOADER_DOC),
+    ("driver.not_loaded", "the NVIDIA kernel module named as not loaded",
+     _any(_all(r"falling back to nouveau"),
+          _all(r"\bnvidia(?:[-_](?:uvm|drm|modeset))?(?:\.ko)?\b",
+               r"module not found|module (?:is )?missing|not loaded|failed to load|could not (?:load|insert)|"
+               r"cannot (?:load|insert)|key was rejected|unknown symbol|required key not available")),
+     None, _LOADER_DOC),
+    ("driver.version_mismatch", "NVIDIA driver parts named with a version mismatch",
+     _any(_all(r"\bnvidia|\bnvml\b|\bnvrm\b", r"version mismatch|versions? (?:do not|don't) match|mismatched version")),
+     None, _LOADER_DOC),
+    ("driver.not_loaded", "the NVIDIA kernel module failing to build for the kernel (DKMS, akmods)",
+     _any(_all(r"\bdkms\b|\bakmods?\w*|\bkmod\b|nvidia-kmod", r"\bnvidia")),
+     re.compile(r"error|fail|bad return|could not|does not exist", re.I), _LOADER_DOC),
+    ("driver.not_loaded", "an NVIDIA device node that does not exist (the kernel module creates them)",
+     _any(_all(r"/dev/nvidia", r"no such (?:file|device)")), None, _LOADER_DOC),
+    ("driver.no_permission", "an NVIDIA device file that may not be opened",
+     _any(_all(r"/dev/nvidia", r"permission denied|operation not permitted|access denied")), None, _LOADER_DOC),
+    ("driver.missing", "the NVIDIA driver (or its NVML library) named as absent",
+     _any(_all(r"nvidia-smi|libcuda\.so|nvcuda\.dll|nvidia driver|nvml\.dll|libnvidia-ml|\bnvml\b",
+               r"not found|no such file|not installed|missing|(?:can't|cannot|could not|unable to) find")),
+     None, _LOADER_DOC),
+    ("driver.not_loaded", "the NVIDIA driver named as not running",
+     _any(_all(r"\bnvidia\b|\bdriver\b", r"installed and running|is not running|isn't running|couldn't communicate|could not communicate")),
+     None, _LOADER_DOC),
+    ("gpu.health", "a GPU named as lost or faulted",
+     _any(_all(r"\b(?:gpu|device)\b", r"fallen off|fell off|is lost|was lost|stopped responding|not responding|hung|overheat|thermal")),
+     None, "https://docs.nvidia.com/deploy/xid-errors/index.html"),
+    ("device.not_visible", "no CUDA device found",
+     _any(_all(r"\b(?:no|0|zero) (?:cuda[- ]capable |cuda |nvidia |usable |available )?(?:gpus?|devices?)\b",
+               r"found|available|detected|visible"),
+          _all(r"\b(?:gpu|cuda)\b", r"is not available|not available|unavailable"),
+          _all(r"(?:number of|num|count of) (?:cuda |nvidia )?(?:gpus?|devices?)\W{0,3}(?:available|found|detected|visible)?\s*[:=]\s*0\b|"
+               r"\b(?:gpu|device) count\s*[:=]\s*0\b")),
+     None, "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#cuda-environment-variables"),
+    ("framework.cpu_build", "a CPU-only build named",
+     _any(_all(r"(?:not compiled with|built without|compiled without) (?:cuda|gpu)|\bcpu[- ]only\b|\+cpu\b|\bcpuonly\b")),
+     None, "https://pytorch.org/get-started/locally/"),
+    ("cuda.out_of_memory", "GPU memory named as exhausted",
+     _any(_all(r"\b(?:gpu|cuda|device|vram)\b", r"not enough memory|insufficient memory|memory (?:exhausted|exceeded)|failed to allocate")),
+     None, "https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html"),
+)
+
+
+def _fits(shape: _Shape, line: str) -> bool:
+    return any(all(p.search(line) for p in alternative) for alternative in shape)
 
 
 def find_hints(tail: bytes, first_line_no: int) -> Dict[str, List[Tuple[int, str, str, str]]]:
@@ -139,8 +159,8 @@ def find_hints(tail: bytes, first_line_no: int) -> Dict[str, List[Tuple[int, str
         line = line[:_MAX_LINE]
         if len(line) < 8:
             continue
-        for k, (fid, why, rx, need, doc) in enumerate(HINTS):
-            if not rx.search(line):
+        for k, (fid, why, shape, need, doc) in enumerate(HINTS):
+            if not _fits(shape, line):
                 continue
             if need is not None:
                 if k not in needs:
