@@ -49,12 +49,12 @@ _RULES = (  # (kind, literal, regex on the line; its group v is the value)
     # nvidia-smi's header ("Driver Version: 535.104.05   CUDA Version: 12.2"), its -q output, collect_env
     ("driver", "driver version", rf"driver version\s*:?\s*(?P<v>{_V3})\b"),
     ("driver", "nvidia-smi ", rf"nvidia-smi\s+(?P<v>{_V3})\b"),
-    ("driver", "kernel module", rf"nvrm version:.*kernel module\s+(?P<v>{_V3})\b"),
+    ("driver", "kernel module", rf"nvrm version:.{0,120}kernel module\s+(?P<v>{_V3})\b"),
     ("driver", "kernel reported version is", rf"kernel reported version is:?\s*(?P<v>{_V3})\b"),  # TensorFlow
     # Wheels tagged with their CUDA: torch 2.1.0+cu121, torchvision-0.16.0+cu118
-    ("built_cuda", "+cu", r"(?:(?P<pkg>[a-z][\w.-]*?)[\s=:_-]+(?:version:?\s*)?)?v?(?P<pv>\d+\.\d+(?:\.\d+)?)\+cu(?P<v>\d{2,3})\b"),
+    ("built_cuda", "+cu", r"(?:(?P<pkg>[a-z][\w.-]{0,40}?)[\s=:_-]{1,30}(?:version:?\s*)?)?v?(?P<pv>\d{1,4}\.\d+(?:\.\d+)?)\+cu(?P<v>\d{2,3})\b"),
     # CPU-only builds, by their own names: torch 2.1.0+cpu, conda's cpuonly, tensorflow-cpu, faiss-cpu
-    ("cpu_build", "+cpu", r"(?P<pkg>torch|pytorch|torchvision|torchaudio|jaxlib|paddlepaddle|mxnet)[\s=:_-]+(?:version:?\s*)?v?\d+\.\d+(?:\.\d+)?\+cpu\b"),
+    ("cpu_build", "+cpu", r"(?P<pkg>torch|pytorch|torchvision|torchaudio|jaxlib|paddlepaddle|mxnet)[\s=:_-]{1,30}(?:version:?\s*)?v?\d+\.\d+(?:\.\d+)?\+cpu\b"),
     ("cpu_build", "cpuonly", r"\bcpuonly\b"),
     ("cpu_build", "tensorflow-cpu", r"\btensorflow-cpu\b"),
     ("cpu_build", "faiss-cpu", r"\bfaiss-cpu\b"),
@@ -62,7 +62,7 @@ _RULES = (  # (kind, literal, regex on the line; its group v is the value)
     ("built_cuda", "'cuda_version'", r"'cuda_version':\s*'(?P<v>\d+\.\d+)"),  # tf.sysconfig.get_build_info()
     ("toolkit", "cuda compilation tools, release", r"cuda compilation tools, release (?P<v>\d+\.\d+)"),
     ("toolkit", "compiler identification is nvidia", r"compiler identification is nvidia (?P<v>\d+\.\d+)"),
-    ("toolkit", "found cuda:", r"found cuda:.*found (?:suitable )?version \"(?P<v>\d+\.\d+)"),
+    ("toolkit", "found cuda:", r"found cuda:.{0,300}found (?:suitable )?version \"(?P<v>\d+\.\d+)"),
     # TensorFlow's version (its issue template, pip) and the CUDA installed beside it (the same template)
     *(("tensorflow", lit, r"tensor ?flow(?:-gpu)?(?: version)?(?: \(use command below\))?\s*(?:[:=]=?|\s)\s*v?(?P<v>[12]\.\d{1,2})(?:\.\d+)?\b")
       for lit in ("tensorflow version", "tensor flow version", "tensorflow==", "tensorflow-gpu==", "tensorflow-gpu ", "tensorflow  ")),
@@ -78,7 +78,7 @@ _RULES = (  # (kind, literal, regex on the line; its group v is the value)
     ("clang", "compiler identification is clang", r"compiler identification is clang (?P<v>\d+)\.\d+"),
     # A GPU by name (collect_env's "GPU 0: NVIDIA GeForce RTX 4090", nvidia-smi's table, whose next column
     # is two or more spaces away) or by its CC
-    *(("gpu", lit, r"(?P<v>(?:nvidia\s+)?(?:geforce|quadro|tesla|titan|rtx|gtx|[abhlt]\d{1,3}\b)(?:[\w-]| (?! ))*)")
+    *(("gpu", lit, r"(?P<v>(?:nvidia\s+)?(?:geforce|quadro|tesla|titan|rtx|gtx|[abhlt]\d{1,3}\b)(?:[\w-]| (?! )){0,60})")
       for lit in ("geforce", "quadro", "tesla ", "titan ", "nvidia a", "nvidia h", "nvidia l4", "nvidia rtx", "nvidia t4",
                   "rtx ", "gtx ")),
     ("cc", "compute capability", r"compute capability:?\s*(?P<v>\d{1,2}\.\d)\b"),
