@@ -36,6 +36,7 @@ from __future__ import annotations
 import re
 from typing import Dict, List, Tuple
 
+from gpudoctor.explain.facts import fact_signatures
 from gpudoctor.explain.hints import HINT_MAX
 from gpudoctor.explain.kb import CONTEXT_PREFIX, Signature, Variant
 from gpudoctor.explain.ranking import raise_or_add
@@ -114,8 +115,6 @@ def context_signatures() -> List[Signature]:
         var = Variant(f"{kind}: {literal.strip()}", literal.split()[0].encode() if kind == "container_run" else literal.encode(),
                       literal.encode(), re.compile(regex, re.I), 1.0, doc)
         sigs.append(Signature(CONTEXT_PREFIX + kind, "context", "info", kind, "command-line context", doc, (), (var,)))
-    from gpudoctor.explain.facts import fact_signatures
-
     return sigs + fact_signatures()
 
 

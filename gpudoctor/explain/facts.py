@@ -88,6 +88,11 @@ _RULES = (  # (kind, literal, regex on the line; its group v is the value)
 )
 
 
+_BY_KIND: Dict[str, List["re.Pattern[str]"]] = {}
+for _kind, _lit, _regex in _RULES:
+    _BY_KIND.setdefault(_kind, []).append(re.compile(_regex, re.I))
+
+
 def fact_signatures() -> List[Signature]:
     """The fact lines, as context signatures (``context.fact_<kind>``) for the scanner."""
     out = []
@@ -106,9 +111,7 @@ def _cu_tag(tag: str) -> str:
 def read_facts(ctx: Dict[str, List[Tuple[int, str]]]) -> Dict[str, List[Tuple[str, int, str, Dict[str, str]]]]:
     """Context lines of the fact kinds -> kind -> [(value, line_no, line, groups)], values normalised."""
     out: Dict[str, List[Tuple[str, int, str, Dict[str, str]]]] = {}
-    rx = {}
-    for kind, _lit, regex in _RULES:
-        rx.setdefault(kind, []).append(re.compile(regex, re.I))
+    rx = _BY_KIND
     for key, lines in ctx.items():
         if not key.startswith(FACT_PREFIX):
             continue
