@@ -6,18 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from gpudoctor.explain.diagnose import diagnose
+from gpudoctor.explain.diagnose import diagnose_text
 from gpudoctor.explain.kb import load_kb
-from gpudoctor.explain.scan import Scanner
 
 KB = load_kb()
 
 
 def _ranked(text: str):
-    sc = Scanner(KB)
-    sc.feed(text.encode())
-    sc.close()
-    return diagnose(sc)
+    return diagnose_text(text, KB)
 
 
 def _ids(text: str):

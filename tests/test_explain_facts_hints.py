@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpudoctor.explain.diagnose import diagnose
+from gpudoctor.explain.diagnose import diagnose, diagnose_text
 from gpudoctor.explain.evaluate import CONFIDENT
 from gpudoctor.explain.hints import HINT_MAX, HINTS
 from gpudoctor.explain.kb import load_kb
@@ -17,10 +17,7 @@ SMI_535 = "| NVIDIA-SMI 535.104.05   Driver Version: 535.104.05   CUDA Version: 
 
 
 def _diags(text: str):
-    sc = Scanner(KB)
-    sc.feed(text.encode())
-    sc.close()
-    return diagnose(sc)
+    return diagnose_text(text, KB)
 
 
 def _ranked(text: str):

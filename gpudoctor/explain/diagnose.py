@@ -23,7 +23,7 @@ from gpudoctor.explain.scan import Match, Scanner
 from gpudoctor.explain.xid import APPLICATION_XIDS, application_only
 from gpudoctor.findings import Finding, Fix, Severity
 
-__all__ = ["Diagnosis", "diagnose", "confidence_label", "NOT_ENV_MAX"]
+__all__ = ["Diagnosis", "diagnose", "diagnose_text", "confidence_label", "NOT_ENV_MAX"]
 
 #: "Not an environment problem" is never more than a low-confidence diagnosis.
 NOT_ENV_MAX = 0.6
@@ -156,6 +156,14 @@ def diagnose(scanner: Scanner, live: Optional[Mapping[str, List[str]]] = None) -
     out = judge_facts(out, ctx, make) if ctx else out
     seen: set = set()  # a class rewritten above (an application Xid) may meet the class it became: keep the first
     return [d for d in out if not (d.finding.id in seen or seen.add(d.finding.id))]
+
+
+def diagnose_text(text: str, kb) -> List[Diagnosis]:
+    """:func:`diagnose` of one log held in memory (``kb``: the loaded signatures, see ``load_kb``)."""
+    scanner = Scanner(kb)
+    scanner.feed(text.encode("utf-8", errors="replace"))
+    scanner.close()
+    return diagnose(scanner)
 
 
 def _driver_library(d: Diagnosis, scanner: Scanner) -> Diagnosis:

@@ -18,9 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Tuple
 
-from gpudoctor.explain.diagnose import diagnose
+from gpudoctor.explain.diagnose import diagnose_text
 from gpudoctor.explain.kb import load_kb
-from gpudoctor.explain.scan import Scanner
 
 __all__ = ["Result", "Summary", "load_corpus", "evaluate", "report", "NEGATIVE", "CONFIDENT", "NOT_ENV"]
 
@@ -96,10 +95,7 @@ def evaluate(entries: Iterable[dict], kb=None) -> Summary:
     kb = kb if kb is not None else load_kb()
     summary = Summary()
     for e in entries:
-        sc = Scanner(kb)
-        sc.feed(e["log"].encode("utf-8", errors="replace"))
-        sc.close()
-        ranked = [(d.finding.id, d.score) for d in diagnose(sc)]
+        ranked = [(d.finding.id, d.score) for d in diagnose_text(e["log"], kb)]
         ok = tuple([e["cause"], *e.get("also_ok", [])])
         summary.results.append(Result(e.get("_file", "?"), e["cause"], ok, ranked))
     return summary
