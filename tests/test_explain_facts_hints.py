@@ -211,3 +211,24 @@ def test_hint_patterns_stay_linear_on_any_line():
         for alternative in shape:
             for p in alternative:
                 assert ".*" not in p.pattern and "\\S*" not in p.pattern and "\\S+?" not in p.pattern, (fid, p.pattern)
+
+
+def test_a_bare_cpu_version_tag_beside_a_build_mismatch_is_the_cpu_build():
+    # xFormers names the torch it found only by version: "(you have 2.0.1+cpu)". A CPU wheel matches no
+    # CUDA, so the CPU build is the cause, not the CUDA mismatch xFormers reports.
+    log = ("WARNING[XFORMERS]: xFormers can't load C++/CUDA extensions. xFormers was built for:\n"
+           "    PyTorch 2.0.1+cu118 with CUDA 1108 (you have 2.0.1+cpu)\n"
+           "    Python  3.10.11 (you have 3.10.11)\n")
+    ranked = _diags(log)
+    assert ranked[0].finding.id == "framework.cpu_build", [(d.finding.id, d.score) for d in ranked]
+    # the same warning with a CUDA torch stays a CUDA mismatch
+    ranked = _diags(log.replace("(you have 2.0.1+cpu)", "(you have 2.0.1+cu117)"))
+    assert ranked[0].finding.id == "framework.cuda_mismatch", [(d.finding.id, d.score) for d in ranked]
+
+
+def test_a_cpu_tag_inside_another_token_is_not_a_cpu_build():
+    # (the "+cpu" hint may still point there, at hint confidence: not a stated fact)
+    from gpudoctor.explain.facts import FACTS_ONLY
+
+    for line in ("model-1.2.3+cpu-export.onnx saved", "commit 0.4.1+cpuinfo", "build_2.1.0+cpu_compat_check passed"):
+        assert not any(d.finding.id == "framework.cpu_build" and d.score >= FACTS_ONLY for d in _diags(line + "\n")), line

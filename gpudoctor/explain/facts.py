@@ -54,7 +54,9 @@ _RULES = (  # (kind, literal, regex on the line; its group v is the value)
     # Wheels tagged with their CUDA: torch 2.1.0+cu121, torchvision-0.16.0+cu118
     ("built_cuda", "+cu", r"(?:(?P<pkg>[a-z][\w.-]{0,40}?)[\s=:_-]{1,30}(?:version:?\s*)?)?v?(?P<pv>\d{1,4}\.\d+(?:\.\d+)?)\+cu(?P<v>\d{2,3})\b"),
     # CPU-only builds, by their own names: torch 2.1.0+cpu, conda's cpuonly, tensorflow-cpu, faiss-cpu
-    ("cpu_build", "+cpu", r"(?P<pkg>torch|pytorch|torchvision|torchaudio|jaxlib|paddlepaddle|mxnet)[\s=:_-]{1,30}(?:version:?\s*)?v?\d+\.\d+(?:\.\d+)?\+cpu\b"),
+    # (or a bare x.y.z+cpu: only PyTorch-style wheels carry that local version, e.g. xFormers' "you have 2.1.0+cpu")
+    ("cpu_build", "+cpu", r"(?:(?P<pkg>torch|pytorch|torchvision|torchaudio|jaxlib|paddlepaddle|mxnet)[\s=:_-]{1,30}(?:version:?\s*)?v?"
+                          r"|(?<![\w.+-])v?(?=\d+\.\d+\.\d+\+))\d+\.\d+(?:\.\d+)?\+cpu\b"),
     ("cpu_build", "cpuonly", r"\bcpuonly\b"),
     ("cpu_build", "tensorflow-cpu", r"\btensorflow-cpu\b"),
     ("cpu_build", "faiss-cpu", r"\bfaiss-cpu\b"),
@@ -214,7 +216,7 @@ def judge(diags: list, ctx: Dict[str, List[Tuple[int, str]]], make: Callable) ->
         v, n, text, _g = cpu[0]
         conclude("framework.cpu_build", {"cpu_only_package": f"line {n}: {text[:200]}",
                                          "why": "the package installed is its CPU-only build, which has no CUDA code"},
-                 _NO_GPU + ("framework.cpu_build",))
+                 _NO_GPU + ("framework.cpu_build", "framework.cuda_mismatch"))  # a CPU build matches no CUDA
     compilers = [("gcc", v) for v in _distinct(facts, "gcc")] + [("clang", v) for v in _distinct(facts, "clang")]
     if len(toolkits) == 1 and compilers:
         rel = matrix.cuda_release(toolkits[0])
