@@ -232,3 +232,19 @@ def test_a_cpu_tag_inside_another_token_is_not_a_cpu_build():
 
     for line in ("model-1.2.3+cpu-export.onnx saved", "commit 0.4.1+cpuinfo", "build_2.1.0+cpu_compat_check passed"):
         assert not any(d.finding.id == "framework.cpu_build" and d.score >= FACTS_ONLY for d in _diags(line + "\n")), line
+
+
+def test_real_loader_errors_for_an_empty_or_foreign_cuda_library(tmp_path):
+    # glibc's own messages, made here: an empty library (a 0-byte placeholder, as Jetson containers mount
+    # when the host lacks the package) and a file that is not ELF (a download error page saved as the .so)
+    import ctypes
+
+    empty, foreign = tmp_path / "libnvinfer.so.8", tmp_path / "libcublasLt.so.12"
+    empty.write_bytes(b"")
+    foreign.write_text("<html><body>404 Not Found</body></html>\n" * 4)
+    for path, lib in ((empty, "libnvinfer.so.8"), (foreign, "libcublasLt.so.12")):
+        with pytest.raises(OSError) as err:
+            ctypes.CDLL(str(path))
+        ranked = _diags(f"Traceback (most recent call last):\nOSError: {err.value}\n")
+        assert ranked[0].finding.id == "library.not_found", (str(err.value), [d.finding.id for d in ranked])
+        assert lib in ranked[0].finding.title
