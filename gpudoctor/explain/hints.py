@@ -61,7 +61,9 @@ def _any(*alternatives: Tuple["re.Pattern[str]", ...]) -> _Shape:
 #: (finding id, what the line shows, its shape, a regex the tail must also match or None, source)
 HINTS: Tuple[Tuple[str, str, _Shape, Optional["re.Pattern[str]"], str], ...] = (
     ("toolkit.mixed", "a compile error inside the CUDA toolkit's own headers",
-     _any(_all(r"[/\\](?:cuda[/\\]std|cuda[/\\]__\w+|cccl|libcudacxx|thrust|cub|crt|nv[/\\]target)[/\\]\S{0,400}?(?:\(\d+\)|:\d+)\W+(?:\d+:\s*)?(?:fatal )?error\b")),
+     # the toolkit's include/ subdirectories (CUDA 12: cuda/std, thrust, cub, nv; CUDA 13: cccl/..., plus
+     # cooperative_groups, crt, nvtx3); NVRTC logs name them relative, at the start of the line
+     _any(_all(r"(?:^|[\s/\\\"'(])(?:cuda[/\\]std|cuda[/\\]__\w+|cccl|libcudacxx|thrust|cub|crt|nv[/\\]target|cooperative_groups|nvtx3)[/\\]\S{0,400}?(?:\(\d+\)|:\d+)\W+(?:\d+:\s*)?(?:fatal )?error\b")),
      None, _NVCC_DOC),
     ("toolkit.mixed", "a CUDA symbol undefined at link or load time (headers and library of different releases)",
      _any(_all(rf"undefined (?:references? to|symbol:?)\s*\W?(?:cuda|{_CUDA_LIB}|cu[a-z]+_v\d)")), None, _COMPAT_DOC),

@@ -42,6 +42,10 @@ _TABLE = {
     "nvidia-ml": ("the NVIDIA driver (NVML)", {}, ""),
     "nvml": ("the NVIDIA driver (NVML)", {}, ""),
     "nvidia-ptxjitcompiler": ("the NVIDIA driver's PTX JIT compiler", {}, ""),
+    # the driver's video libraries, which FFmpeg/HandBrake/OBS dlopen (nv-codec-headers' dynlink_loader.h)
+    "nvidia-encode": ("the NVIDIA driver (NVENC)", {}, ""),
+    "nvencodeapi": ("the NVIDIA driver (NVENC)", {}, ""),
+    "nvcuvid": ("the NVIDIA driver (NVDEC)", {}, ""),
     "zlibwapi": ("zlib (needed by cuDNN 8 on Windows)", {}, ""),
 }
 _LINUX = re.compile(r"^lib(?P<stem>[a-z][a-z0-9_+-]*?)(?:_(?:cnn|ops|adv|graph|engines|heuristic|infer|train|precompiled|runtime_compiled|plugin|lean|dispatch|builder_resource|static)\w*)?\.so(?:\.(?P<major>\d+)(?:\.(?P<minor>\d+))?)?")
@@ -99,7 +103,7 @@ def describe(lib: str) -> Dict[str, str]:
 
 def _install(stem: str, pip: str, major: str, cuda: Optional[str], windows: bool = False) -> str:
     if not pip:
-        if stem in ("cuda", "nvcuda", "nvidia-ml", "nvml", "nvidia-ptxjitcompiler"):
+        if _TABLE[stem][0].startswith("the NVIDIA driver"):
             if windows:
                 return "start https://www.nvidia.com/Download/index.aspx   # it comes with the NVIDIA driver"
             return "sudo ubuntu-drivers install   # it comes with the NVIDIA driver, not with pip or the toolkit"
