@@ -207,6 +207,12 @@ TOOL_LINES = [
     ("clang: error: cannot find libdevice for sm_89; provide path to different CUDA installation via '--cuda-path', or "
      "pass '-nocudalib' to build without linking with libdevice", "env.cuda_home"),
     ("Failed to initialize NVIDIA RTC library.", "library.not_found"),
+    # cudarc (Rust), ggml's graph allocator
+    ("thread 'main' panicked at 'Unable to dynamically load the \"cuda\" shared library - searched for library names: "
+     "[\"libcuda.so\", \"libcuda64.so\"]. Ensure that `LD_LIBRARY_PATH` has the correct path", "driver.missing"),
+    ("Unable to dynamically load the \"cublas\" shared library - searched for library names: [\"libcublas.so\"]. Ensure that "
+     "`LD_LIBRARY_PATH` has the correct path to the installed library.", "library.not_found"),
+    ("ggml_gallocr_reserve_n: failed to allocate CUDA0 buffer of size 2147483648", "cuda.out_of_memory"),
 ]
 
 
