@@ -509,7 +509,7 @@ def test_corpus_accuracy():
 
 # Held-out corpora (docs/explain.md): every class and negatives, sources never used by the development
 # corpus nor by each other; corpus_unseen was measured before tuning (docs/explain/unseen-before.txt).
-UNSEEN = [ROOT / "tests" / f"corpus_unseen{n}" for n in ("", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13", "14", "15", "16")]
+UNSEEN = [ROOT / "tests" / f"corpus_unseen{n}" for n in ("", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13", "14", "15", "16", "17")]
 
 
 @pytest.mark.parametrize("directory", UNSEEN, ids=lambda p: p.name)
@@ -560,7 +560,8 @@ FLOORS = {"corpus_unseen": (0.95, 0), "corpus_unseen2": (0.95, 0), "corpus_unsee
           "corpus_unseen14": (0.91, 0),  # 14: 79.2% before tuning (docs/explain/unseen14.txt)
           # 15: 66.7% before tuning (docs/explain/unseen15.txt); atlas' "Failed to find nvcc" is the arguable negative
           "corpus_unseen15": (0.83, 1),
-          "corpus_unseen16": (0.91, 0)}  # 16: 82.0% before tuning (docs/explain/unseen16.txt)
+          "corpus_unseen16": (0.91, 0),
+          "corpus_unseen17": (0.83, 0)}  # 17: 70.8% before tuning (docs/explain/unseen17.txt)  # 16: 82.0% before tuning (docs/explain/unseen16.txt)
 
 
 @pytest.mark.parametrize("directory", UNSEEN, ids=lambda p: p.name)

@@ -30,6 +30,19 @@ def test_docker_run_without_gpus_means_the_container_has_no_gpu():
     assert "driver.missing" in [d.finding.id for d in ranked]  # the symptom stays, ranked below
 
 
+@pytest.mark.parametrize("prefix", ["api_1  | ", "api-1  | ", "inference-server_1 | "])
+def test_compose_output_prefixes_mark_a_container(prefix):
+    # Compose prefixes each container's output with its padded name and index (v1 "_1", v2 "-1")
+    log = "".join(prefix + line + "\n" for line in (
+        "Traceback (most recent call last):",
+        "RuntimeError: Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and installed a "
+        "driver from http://www.nvidia.com/Download/index.aspx"))
+    assert _ranked(log)[0].finding.id == "container.no_gpu"
+    # the same lines outside Compose, and a table row that merely has a bar, stay a missing driver
+    assert _ranked(log.replace(prefix, ""))[0].finding.id == "driver.missing"
+    assert _ranked(log.replace(prefix, "| 1  | "))[0].finding.id == "driver.missing"
+
+
 def test_docker_run_with_gpus_keeps_the_symptom():
     ids = _ids("$ docker run --gpus all -it --rm nvcr.io/nvidia/pytorch:24.01-py3 bash\n" + INSIDE)
     assert ids[0] == "driver.missing" and "container.no_gpu" not in ids

@@ -97,6 +97,9 @@ def test_pytorch_and_nvcc_of_different_cuda_majors_in_an_extension_build():
     ("RuntimeError: This cuDF installation is missing the necessary PTX files that are <=50.", "arch.binary_missing"),
     ("nvidia kernel module missing falling back to nouveau", "driver.not_loaded"),
     ("RuntimeError: TCNN was not compiled with half-precision support.", "arch.half_unsupported"),
+    ("Error: GPU driver 446.14 found. Minimum is 470.00, install the latest NVIDIA drivers.", "driver.too_old"),
+    ("java.lang.UnsatisfiedLinkError: Error while loading native library \"JCudnn-10.2.0-linux-x86_64\"",
+     "library.not_found"),
 ])
 def test_an_unknown_message_gets_a_low_confidence_hint_of_where_it_points(line, expected):
     ranked = _ranked("some program output\n" + line + "\n")

@@ -77,7 +77,8 @@ HINTS: Tuple[Tuple[str, str, _Shape, Optional["re.Pattern[str]"], str], ...] = (
     ("driver.too_old", "the driver named as too old",
      _any(_all(r"(?:update|upgrade) (?:your |the )?(?:nvidia |gpu |graphics |cuda )?drivers?\b|newer (?:nvidia |gpu )?drivers?\b|"
                r"minimum required (?:nvidia |gpu )?driver|driver does not support the required"),
-          _all(r"\bdrivers?\b", r"too old|outdated|older than|is insufficient|minimum (?:required )?version|requires? (?:a |an )?newer")),
+          _all(r"\bdrivers?\b", r"too old|outdated|older than|is insufficient|minimum (?:required )?version|requires? (?:a |an )?newer|"
+               r"\bminimum (?:is|required)\b|install (?:the )?latest|invalid (?:nvidia |gpu )?driver version")),
      None, _COMPAT_DOC),
     ("framework.cuda_mismatch", "two CUDA versions named as not matching",
      _any(_all(r"\bcuda\b", r"\bversions?\b", r"mismatch|incompatib|does not match|doesn't match|differ|not compatible")),
@@ -103,7 +104,9 @@ HINTS: Tuple[Tuple[str, str, _Shape, Optional["re.Pattern[str]"], str], ...] = (
                r"not set|not found|\bnone\b|invalid|could not|cannot|unset|no such|does ?n[o']t exist|is not|not defined")),
      None, _NVCC_DOC),
     ("library.not_found", "a CUDA library that fails to load",
-     _any(_all(r"(?:could not|cannot|can't|unable to|failed to) (?:load|find|open|locate|dlopen)\b", rf"\b(?:lib)?{_CUDA_LIB}")),
+     # (a JVM binding names the library with its own prefix: JCublas2, JCudnn)
+     _any(_all(r"(?:could not|cannot|can't|unable to|failed to) (?:load|find|open|locate|dlopen)\b|error while loading|unsatisfiedlinkerror",
+               rf"\b(?:lib|j)?{_CUDA_LIB}")),
      None, _LOADER_DOC),
     ("driver.not_loaded", "the NVIDIA kernel module named as not loaded",
      _any(_all(r"falling back to nouveau"),
