@@ -60,12 +60,27 @@ nvrtc.nvrtcGetProgramLog(prog, log)
 print(log.decode(errors="replace"))
 '''
 
+# a CUDA library copied incompletely (an interrupted download, a 0-byte placeholder a container mounted):
+# glibc's own "file too short" for the real cuDNN's first bytes
+TRUNCATED = r'''
+import ctypes, glob, os, sys
+import nvidia  # the CUDA wheels' namespace: cuDNN where installed, else the CUDA runtime
+found = [p for d in nvidia.__path__ for pat in ("cudnn/lib/libcudnn.so*", "*/lib/libcudart.so*")
+         for p in sorted(glob.glob(os.path.join(d, pat)))]
+lib = found[0]
+dst = os.path.join(sys.argv[1], os.path.basename(lib))
+with open(lib, "rb") as src, open(dst, "wb") as out:
+    out.write(src.read(40))
+ctypes.CDLL(dst)
+'''
+
 
 def _cases():
     (TMP / "illegal.cu").write_text(ILLEGAL)
     (TMP / "k.cu").write_text(KERNEL)
     (TMP / "ptx.py").write_text(PTX_TOO_NEW)
     (TMP / "nvrtc.py").write_text(NVRTC_ARCH)
+    (TMP / "truncated.py").write_text(TRUNCATED)
     stubdir = TMP / "stubs"
     stubdir.mkdir()
     for stub in ("/usr/local/cuda/targets/x86_64-linux/lib/stubs/libcuda.so", "/usr/local/cuda/lib64/stubs/libcuda.so"):
@@ -92,6 +107,7 @@ def _cases():
         ("nvrtc-unknown-arch", "arch.toolkit_unsupported", f"{PY} {TMP}/nvrtc.py"),
         ("ptx-too-new", "driver.ptx_too_new", f"{PY} {TMP}/ptx.py"),
         ("missing-cublas11", "library.not_found", f"{PY} -c \"import ctypes; ctypes.CDLL('libcublasLt.so.11')\""),
+        ("truncated-cudnn", "library.not_found", f"{PY} {TMP}/truncated.py {TMP}"),
         ("script-runs-nvidia-smi", "driver.missing",
          f"env PATH=/nonexistent {PY} -c \"import subprocess; subprocess.run(['nvidia-smi', '-L'])\""),
         ("shell-nvidia-smi", "driver.missing", "env PATH=/nonexistent /bin/bash -c 'nvidia-smi -L'"),
