@@ -106,12 +106,14 @@ def test_two_toolkit_versions_in_a_failed_build_are_mixed_toolkits():
 
 # ----------------------------------------------------------------------------- real failures on the H100
 
-H100 = json.loads((Path(__file__).resolve().parent / "data" / "explain-h100" / "cases.json").read_text())["cases"]
+_DATA = Path(__file__).resolve().parent / "data"
+LIVE = [dict(c, machine=m) for m in ("h100", "h200")
+        for c in json.loads((_DATA / f"explain-{m}" / "cases.json").read_text())["cases"]]
 
 
-@pytest.mark.parametrize("case", H100, ids=lambda c: c["name"])
-def test_real_failures_made_on_the_h100(case):
-    """What PyTorch, CuPy, JAX, cuda-python, nvcc, NVRTC and the loader really printed on the H100."""
+@pytest.mark.parametrize("case", LIVE, ids=lambda c: f"{c['machine']}-{c['name']}")
+def test_real_failures_made_on_the_lent_gpus(case):
+    """What PyTorch, CuPy, JAX, cuda-python, nvcc, NVRTC and the loader really printed on the H100 and H200."""
     ranked = _ranked(case["log"])
     if case["expected"] == "none":
         assert not [d for d in ranked if d.score >= 0.75 and d.finding.id != "program.error"]
