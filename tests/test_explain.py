@@ -420,6 +420,17 @@ def test_ordinary_gpu_log_lines_reach_no_regex(monkeypatch):
     assert per_variant and max(per_variant.values()) <= 3, per_variant
 
 
+def test_the_literals_stay_within_the_automatons_byte_classes():
+    # one more byte class among the literals doubles the Aho-Corasick DFA (scan.LITERAL_BYTE_CLASSES_MAX)
+    from gpudoctor.explain.scan import LITERAL_BYTE_CLASSES_MAX, literal_byte_classes
+
+    literals = Scanner(KB)._literals
+    assert literal_byte_classes(literals) <= LITERAL_BYTE_CLASSES_MAX, sorted({chr(c) for c in b"".join(literals)})
+    # the count itself: a used byte inside a gap splits it, a byte next to a used one only shrinks it
+    assert literal_byte_classes([b"a"]) == 3 and literal_byte_classes([b"ab"]) == 4 and literal_byte_classes([b"ac"]) == 5
+    assert literal_byte_classes([b"\x00\xff"]) == 3
+
+
 def test_fallback_scanner_agrees(monkeypatch):
     text = "\n".join(line for line, _ in ISSUE_LINES) + "\n"
     fast = [(d.finding.id, [m.line_no for m in d.matches]) for d in _explain(text)]
