@@ -100,6 +100,11 @@ def test_pytorch_and_nvcc_of_different_cuda_majors_in_an_extension_build():
     ("Error: GPU driver 446.14 found. Minimum is 470.00, install the latest NVIDIA drivers.", "driver.too_old"),
     ("java.lang.UnsatisfiedLinkError: Error while loading native library \"JCudnn-10.2.0-linux-x86_64\"",
      "library.not_found"),
+    ("[ERROR] CUDA driver not found, GPU rendering disabled", "driver.missing"),
+    ("ERROR: Unable to locate a CUDA-capable device", "device.not_visible"),
+    ("Unable to find any NVIDIA GPUs. Falling back to CPU.", "device.not_visible"),
+    ("kernel mul_mat_q: no device code for CUDA arch 610", "arch.binary_missing"),
+    ("[cuda] vram allocation failed (4096 MiB requested)", "cuda.out_of_memory"),
 ])
 def test_an_unknown_message_gets_a_low_confidence_hint_of_where_it_points(line, expected):
     ranked = _ranked("some program output\n" + line + "\n")

@@ -92,6 +92,7 @@ HINTS: Tuple[Tuple[str, str, _Shape, Optional["re.Pattern[str]"], str], ...] = (
     ("arch.binary_missing", "a GPU architecture the program's kernels do not cover",
      _any(_all(r"\bsm_\d{2,3}\b|compute capability \d+\.\d",
                r"not compatible|not supported|unsupported|too (?:old|new)|no kernel|no binary"),
+          _all(r"\bno (?:device code|kernel|binary|compatible (?:kernel|code|binary))\b", r"\barch\b|\barchitecture|\bsm_?\d{2,3}\b|compute capability"),
           _all(r"\bptx\b(?!as)|\bcubins?\b|\bsass\b|kernel images?",
                r"\bmissing\b|\bnot (?:found|included|available)\b|\bno (?:compatible|matching)\b")),
      None, _ARCH_DOC),
@@ -125,7 +126,7 @@ HINTS: Tuple[Tuple[str, str, _Shape, Optional["re.Pattern[str]"], str], ...] = (
     ("driver.no_permission", "an NVIDIA device file that may not be opened",
      _any(_all(r"/dev/nvidia", r"permission denied|operation not permitted|access denied")), None, _LOADER_DOC),
     ("driver.missing", "the NVIDIA driver (or its NVML library) named as absent",
-     _any(_all(r"nvidia-smi|libcuda\.so|nvcuda\.dll|nvidia driver|nvml\.dll|libnvidia-ml|\bnvml\b",
+     _any(_all(r"nvidia-smi|libcuda\.so|nvcuda\.dll|(?:nvidia|cuda|display|gpu) driver|nvml\.dll|libnvidia-ml|\bnvml\b",
                r"not found|no such file|not installed|missing|(?:can't|cannot|could not|unable to) find")),
      None, _LOADER_DOC),
     ("driver.not_loaded", "the NVIDIA driver named as not running",
@@ -138,6 +139,8 @@ HINTS: Tuple[Tuple[str, str, _Shape, Optional["re.Pattern[str]"], str], ...] = (
      _any(_all(r"\b(?:no|0|zero) (?:cuda[- ]capable |cuda |nvidia |usable |available )?(?:gpus?|devices?)\b",
                r"found|available|detected|visible"),
           _all(r"\b(?:gpu|cuda)\b", r"is not available|not available|unavailable"),
+          _all(r"(?:unable to|cannot|can't|could not|couldn't|failed to) (?:find|locate|detect|see|enumerate) (?:any |a )?"
+               r"(?:cuda[- ]capable |cuda |nvidia |compatible |usable |supported )?(?:gpus?|devices?|graphics cards?)\b"),
           _all(r"(?:number of|num|count of) (?:cuda |nvidia )?(?:gpus?|devices?)\W{0,3}(?:available|found|detected|visible)?\s*[:=]\s*0\b|"
                r"\b(?:gpu|device) count\s*[:=]\s*0\b")),
      None, "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#cuda-environment-variables"),
@@ -145,7 +148,8 @@ HINTS: Tuple[Tuple[str, str, _Shape, Optional["re.Pattern[str]"], str], ...] = (
      _any(_all(r"(?:not compiled with|built without|compiled without) (?:cuda|gpu)|\bcpu[- ]only\b|\+cpu\b|\bcpuonly\b")),
      None, "https://pytorch.org/get-started/locally/"),
     ("cuda.out_of_memory", "GPU memory named as exhausted",
-     _any(_all(r"\b(?:gpu|cuda|device|vram)\b", r"not enough memory|insufficient memory|memory (?:exhausted|exceeded)|failed to allocate")),
+     _any(_all(r"\b(?:gpu|cuda\d*|device|vram)\b", r"not enough memory|insufficient memory|memory (?:exhausted|exceeded)|failed to allocate|"
+               r"(?:allocation|alloc|malloc) failed|\boom\b")),
      None, "https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html"),
 )
 
