@@ -161,8 +161,8 @@ _QUOTES = ((b"\xe2\x80\x98", b"'"), (b"\xe2\x80\x99", b"'"), (b"\xe2\x80\x9c", b
 
 #: Byte classes the literals may split the alphabet into. The DFA's rows are as wide as the next power
 #: of two above its byte classes (each byte a literal uses, and each run of bytes between them), so one
-#: class past 64 doubles the automaton (measured: 9 MiB -> 16 MiB for one literal holding a '|', or a
-#: '7'). tests/test_explain.py keeps the literals within it.
+#: class past 64 doubles the automaton (measured: 9 MiB -> 16 MiB for one literal holding a '|'; a '7',
+#: which splits the unused run 7-9, would do the same). tests/test_explain.py keeps the literals within it.
 LITERAL_BYTE_CLASSES_MAX = 64
 
 
