@@ -43,6 +43,16 @@ def test_compose_output_prefixes_mark_a_container(prefix):
     assert _ranked(log.replace(prefix, "| 1  | "))[0].finding.id == "driver.missing"
 
 
+@pytest.mark.parametrize("build_line", ["$ docker build -t app .", "Step 5/9 : RUN python -c 'import torch'",
+                                        "#8 [4/6] RUN python -c 'import torch'", "#12 [stage-1 4/6] RUN python3 setup.py install"])
+def test_an_image_build_has_no_gpu(build_line):
+    # docker build has no --gpus: a RUN step that needs the driver finds none (classic and BuildKit step lines)
+    err = "ImportError: libcuda.so.1: cannot open shared object file: No such file or directory"
+    ranked = _ranked(build_line + "\n" + err + "\n")
+    assert ranked[0].finding.id == "container.no_gpu", [(d.finding.id, d.score) for d in ranked]
+    assert _ranked(err + "\n")[0].finding.id == "driver.missing"
+
+
 def test_docker_run_with_gpus_keeps_the_symptom():
     ids = _ids("$ docker run --gpus all -it --rm nvcr.io/nvidia/pytorch:24.01-py3 bash\n" + INSIDE)
     assert ids[0] == "driver.missing" and "container.no_gpu" not in ids
