@@ -422,6 +422,30 @@ def test_ordinary_gpu_log_lines_reach_no_regex(monkeypatch):
     assert per_variant and max(per_variant.values()) <= 3, per_variant
 
 
+def test_a_common_context_literal_on_every_line_costs_a_bounded_number_of_checks(monkeypatch):
+    # FFmpeg prints "[h264_nvenc @ 0x...]" on every line, a DDP log "local_rank -1 ": the literals of the
+    # prompt ("@") and Compose ("-1 ") rules. Each such context variant gives up after _CONTEXT_MISSES
+    # lines that are not its shape (at session start an FFmpeg log scanned at 26 MiB/s instead of 270).
+    checked = Counter()
+    real_check = Scanner._check
+
+    def counting_check(self, sig, var, raw, n):
+        checked[(sig.id, var.name)] += 1
+        return real_check(self, sig, var, raw, n)
+
+    monkeypatch.setattr(Scanner, "_check", counting_check)
+    lines = (b"[h264_nvenc @ 0x55d5c8a4c800] frame= 1200 fps= 30 q=23.0 size=   1024kB\n"
+             b"step 1200 local_rank -1 loss=0.43\n") * 5000
+    sc = Scanner(KB)
+    sc.feed(lines)
+    sc.close()
+    assert max(checked.values()) <= scan_mod._CONTEXT_MISSES, checked.most_common(3)
+    # a Compose log still reads as one: its prefix leads every line
+    composed = b"".join(b"api-1  | " + line + b"\n" for line in lines.split(b"\n")[:50])
+    composed += b"api-1  | ImportError: libcuda.so.1: cannot open shared object file: No such file or directory\n"
+    assert _explain(composed.decode())[0].finding.id == "container.no_gpu"
+
+
 def test_the_literals_stay_within_the_automatons_byte_classes():
     # one more byte class among the literals doubles the Aho-Corasick DFA (scan.LITERAL_BYTE_CLASSES_MAX)
     from gpudoctor.explain.scan import LITERAL_BYTE_CLASSES_MAX, literal_byte_classes

@@ -20,6 +20,11 @@ CHUNK = 8 << 20
 #: An unfinished line longer than this is scanned as it is and dropped (a log without newlines).
 MAX_CARRY = 1 << 20
 _KEEP = 3  # matches kept per variant (the rest are only counted)
+# A context variant whose literal is common ("@", Compose's "_1 ") but whose line shape is rare: after
+# this many candidate lines that are not its shape it stops being checked, so a log with the literal
+# on every line costs a bounded number of regex checks (evidence that comes later is rare: commands
+# and prompts lead a pasted log, and Compose prefixes every line of its output).
+_CONTEXT_MISSES = 1000
 #: The log's last bytes, kept for the weak hints (:mod:`gpudoctor.explain.hints`): the error a log ends with.
 TAIL = 64 << 10
 
@@ -62,6 +67,7 @@ class Scanner:
         # Context variants (command lines, markers) need only their first few lines: once they have
         # them, their hits are dropped before any per-line work (build logs have an nvcc line per file).
         self._done: set = set()
+        self._misses: Dict[Tuple[str, str], int] = {}  # context variant -> candidate lines not of its shape
 
     def feed(self, chunk: bytes) -> None:
         self.bytes += len(chunk)
@@ -145,6 +151,12 @@ class Scanner:
         if var.regex is not None:
             m = var.regex.search(text)
             if m is None:
+                if sig.id.startswith("context."):
+                    key = (sig.id, var.name)
+                    self._misses[key] = self._misses.get(key, 0) + 1
+                    if self._misses[key] >= _CONTEXT_MISSES:
+                        self._done.add(key)
+                        self._stale = True
                 return
             found.update({k: v for k, v in m.groupdict().items() if v})
         key = (sig.id, var.name)
