@@ -2,7 +2,7 @@
 """Regenerate ``gpudoctor/explain/kb/codes/generated.json`` from NVIDIA's own error enumerations.
 
 Reads every code of CUresult, cudaError_t, nvmlReturn_t, cudnnStatus_t, cublasStatus_t,
-ncclResult_t and nvrtcResult from the headers and bindings installed here
+ncclResult_t, nvrtcResult and NVENCSTATUS from the headers and bindings installed here
 (:mod:`gpudoctor.explain.enumerations`), asks each library for the message it prints, and joins
 them with the hand-kept ``classes.json`` (which finding class a code means). Run it again when NVIDIA
 adds codes (a new CUDA, cuDNN, NCCL): a code missing from ``classes.json`` stops it with a list to

@@ -63,6 +63,10 @@ def test_the_real_sources_were_read():
     assert nvml["NVML_ERROR_LIB_RM_VERSION_MISMATCH"].value == 18
     assert INSTALLED["cudnnStatus_t"]["CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH"].value == 1002
     assert INSTALLED["ncclResult_t"]["ncclRemoteError"].value == 6
+    # NVENC's statuses are implicit (no "= N" in nvEncodeAPI.h): counted from the enum's order
+    nvenc = INSTALLED["NVENCSTATUS"]
+    assert nvenc["NV_ENC_ERR_INVALID_VERSION"].value == 15 and "struct version" in nvenc["NV_ENC_ERR_INVALID_VERSION"].doc
+    assert any("nvEncodeAPI.h" in s for s in nvenc["NV_ENC_ERR_INVALID_VERSION"].sources)
     assert any("cuda.h" in s for s in cu["CUDA_ERROR_NO_DEVICE"].sources)
     assert any(s.startswith("cuda-bindings") for s in cu["CUDA_ERROR_NO_DEVICE"].sources)
 
@@ -119,6 +123,9 @@ def test_a_longer_name_is_not_read_as_its_prefix():
 
 @pytest.mark.parametrize("line,expected", [
     ("pynvml.NVMLError_DriverNotLoaded: Driver Not Loaded", "driver.not_loaded"),  # nvidia-ml-py's class name
+    # NVENC statuses by name, as OBS and GStreamer print them
+    ("[jim-nvenc] nvEncOpenEncodeSessionEx failed: 15 (NV_ENC_ERR_INVALID_VERSION)", "driver.too_old"),
+    ("nvenc: NvEncOpenEncodeSessionEx returned NV_ENC_ERR_NO_ENCODE_DEVICE", "device.not_visible"),
     ("Failed to initialize NVML: GPU access blocked by the operating system", "wsl.libcuda"),
     ("Failed to initialize NVML: Insufficient Permissions", "driver.no_permission"),
     ("RuntimeError: CUDA error: uncorrectable ECC error encountered", "gpu.health"),  # cudaGetErrorString

@@ -14,6 +14,7 @@ Enumerations and where they are read (all that are found are merged; a code's ``
 ``cublasStatus_t``        ``cublas_api.h``
 ``ncclResult_t``          ``nccl.h``
 ``nvrtcResult``           ``nvrtc.h``
+``NVENCSTATUS``           ``nvEncodeAPI.h`` (the Video Codec SDK's, or FFmpeg's ``ffnvcodec/`` copy)
 ========================  =====================================================================
 
 The message each library prints for a code (``cuGetErrorString``, ``cudaGetErrorString``,
@@ -88,6 +89,9 @@ ENUMS: Tuple[EnumSpec, ...] = (
              "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/api/types.html#ncclresult-t"),
     EnumSpec("nvrtcResult", "NVRTC", ("nvrtc.h",), None, "NVRTC_",
              "https://docs.nvidia.com/cuda/nvrtc/#_CPPv411nvrtcResult"),
+    # the Video Codec SDK's encoder status, as FFmpeg's nv-codec-headers ship it (Debian: libffmpeg-nvenc-dev)
+    EnumSpec("NVENCSTATUS", "NVENC (Video Codec SDK)", ("nvEncodeAPI.h", "ffnvcodec/nvEncodeAPI.h"), "_NVENCSTATUS", "NV_ENC_",
+             "https://docs.nvidia.com/video-technologies/video-codec-sdk/13.0/nvenc-video-encoder-api-prog-guide/index.html"),
 )
 
 # --------------------------------------------------------------------------- C enum parser
@@ -334,6 +338,8 @@ def library_messages(enum: str, values: Iterable[int], libraries: Sequence[str] 
     """``({value: message}, library path)`` from the library's own error-string function, or
     ``({}, "")`` when no copy loads. Tried in order: ``libraries``, pip wheels, the loader's default.
     A value the library answers with its "unrecognized code" text (it predates that code) is left out."""
+    if enum not in _MESSAGE_FUNCS:  # NVENC has no error-string function: tools print the name or number
+        return {}, ""
     names, func, out_param = _MESSAGE_FUNCS[enum]
     for lib in list(libraries) + _wheel_libraries(names) + list(names):
         try:
