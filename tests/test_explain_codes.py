@@ -63,6 +63,8 @@ def test_the_real_sources_were_read():
     assert nvml["NVML_ERROR_LIB_RM_VERSION_MISMATCH"].value == 18
     assert INSTALLED["cudnnStatus_t"]["CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH"].value == 1002
     assert INSTALLED["ncclResult_t"]["ncclRemoteError"].value == 6
+    assert INSTALLED["cufftResult"]["CUFFT_INTERNAL_ERROR"].value == 5
+    assert INSTALLED["curandStatus_t"]["CURAND_STATUS_ARCH_MISMATCH"].value == 204
     # NVENC's statuses are implicit (no "= N" in nvEncodeAPI.h): counted from the enum's order
     nvenc = INSTALLED["NVENCSTATUS"]
     assert nvenc["NV_ENC_ERR_INVALID_VERSION"].value == 15 and "struct version" in nvenc["NV_ENC_ERR_INVALID_VERSION"].doc
@@ -123,6 +125,13 @@ def test_a_longer_name_is_not_read_as_its_prefix():
 
 @pytest.mark.parametrize("line,expected", [
     ("pynvml.NVMLError_DriverNotLoaded: Driver Not Loaded", "driver.not_loaded"),  # nvidia-ml-py's class name
+    # the math libraries' statuses by name, as PyTorch and CuPy print them
+    ("RuntimeError: cusolver error: CUSOLVER_STATUS_ALLOC_FAILED, when calling `cusolverDnCreate(handle)`", "cuda.out_of_memory"),
+    ("cupy_backends.cuda.libs.curand.CURANDError: CURAND_STATUS_ARCH_MISMATCH", "arch.binary_missing"),
+    ("RuntimeError: cuFFT error: CUFFT_ALLOC_FAILED", "cuda.out_of_memory"),
+    # a message two libraries share ("insufficient resources": NVML's program error, cuSPARSE's memory) still
+    # counts behind the one prefix it can follow
+    ("Failed to initialize NVML: Insufficient Resources", "program.error"),
     # NVENC statuses by name, as OBS and GStreamer print them
     ("[jim-nvenc] nvEncOpenEncodeSessionEx failed: 15 (NV_ENC_ERR_INVALID_VERSION)", "driver.too_old"),
     ("nvenc: NvEncOpenEncodeSessionEx returned NV_ENC_ERR_NO_ENCODE_DEVICE", "device.not_visible"),

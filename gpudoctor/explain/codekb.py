@@ -55,11 +55,17 @@ def _word(name: str) -> str:
 def generated_variants(data: dict) -> Dict[str, List[dict]]:
     """Class id -> variant dicts (the KB's variant schema plus ``vars``), from generated.json data."""
     out: Dict[str, List[dict]] = {}
+    # A bare message is ambiguous when any library prints it for another class; one behind a tool's
+    # prefix only when a library that prefix is printed for does ("insufficient resources" is NVML's
+    # program error and cuSPARSE's out of memory, but only NVML's follows "Failed to initialize NVML: ").
     msg_classes: Dict[str, set] = {}
+    prefixed_classes: Dict[Tuple[str, str], set] = {}
     for enum in data["enums"]:
         for c in enum["codes"]:
             if c["class"] != "success" and c.get("message"):
                 msg_classes.setdefault(c["message"].lower(), set()).add(_class(c))
+                for prefix in _PREFIXES.get(enum["enum"], ()):
+                    prefixed_classes.setdefault((prefix, c["message"].lower()), set()).add(_class(c))
     numbers: Dict[int, set] = {}
     for enum in data["enums"]:
         if enum["enum"] in _NUMBERED:
@@ -93,12 +99,14 @@ def generated_variants(data: dict) -> Dict[str, List[dict]]:
                           "weight": weight, "source": src, "vars": fixed})
             msg = (c.get("message") or "").strip()
             low = msg.lower().rstrip(".")
-            if not msg or low == c["name"].lower() or len(msg_classes.get(msg.lower(), ())) > 1:
+            if not msg or low == c["name"].lower():
                 continue
-            if _distinctive(msg):
+            if _distinctive(msg) and len(msg_classes.get(msg.lower(), ())) == 1:
                 add(cls, {"name": f"{enum['enum']} {c['name']} message", "anchor": low, "literal": low,
                           "weight": round(max(weight - 0.05, 0.05), 3), "source": src, "vars": fixed})
             for prefix in _PREFIXES.get(enum["enum"], ()):
+                if len(prefixed_classes.get((prefix, msg.lower()), ())) > 1:
+                    continue
                 lit = prefix + low
                 add(cls, {"name": f"{enum['enum']} {c['name']} message after '{prefix.strip()}'", "anchor": lit,
                           "literal": lit, "weight": weight, "source": src, "vars": fixed})

@@ -14,6 +14,10 @@ Enumerations and where they are read (all that are found are merged; a code's ``
 ``cublasStatus_t``        ``cublas_api.h``
 ``ncclResult_t``          ``nccl.h``
 ``nvrtcResult``           ``nvrtc.h``
+``cufftResult``           ``cufft.h``
+``curandStatus_t``        ``curand.h``
+``cusolverStatus_t``      ``cusolver_common.h``
+``cusparseStatus_t``      ``cusparse.h``
 ``NVENCSTATUS``           ``nvEncodeAPI.h`` (the Video Codec SDK's, or FFmpeg's ``ffnvcodec/`` copy)
 ========================  =====================================================================
 
@@ -89,6 +93,15 @@ ENUMS: Tuple[EnumSpec, ...] = (
              "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/api/types.html#ncclresult-t"),
     EnumSpec("nvrtcResult", "NVRTC", ("nvrtc.h",), None, "NVRTC_",
              "https://docs.nvidia.com/cuda/nvrtc/#_CPPv411nvrtcResult"),
+    # the CUDA math libraries' statuses (PyTorch, CuPy and JAX print their names: "CUSOLVER_STATUS_ALLOC_FAILED")
+    EnumSpec("cufftResult", "cuFFT", ("cufft.h",), "cufftResult_t", "CUFFT_",
+             "https://docs.nvidia.com/cuda/cufft/index.html#cufftresult"),
+    EnumSpec("curandStatus_t", "cuRAND", ("curand.h",), "curandStatus", "CURAND_STATUS_",
+             "https://docs.nvidia.com/cuda/curand/group__HOST.html"),
+    EnumSpec("cusolverStatus_t", "cuSOLVER", ("cusolver_common.h",), None, "CUSOLVER_STATUS_",
+             "https://docs.nvidia.com/cuda/cusolver/index.html#cusolverstatus-t"),
+    EnumSpec("cusparseStatus_t", "cuSPARSE", ("cusparse.h",), None, "CUSPARSE_STATUS_",
+             "https://docs.nvidia.com/cuda/cusparse/index.html#cusparsestatus-t"),
     # the Video Codec SDK's encoder status, as FFmpeg's nv-codec-headers ship it (Debian: libffmpeg-nvenc-dev)
     EnumSpec("NVENCSTATUS", "NVENC (Video Codec SDK)", ("nvEncodeAPI.h", "ffnvcodec/nvEncodeAPI.h"), "_NVENCSTATUS", "NV_ENC_",
              "https://docs.nvidia.com/video-technologies/video-codec-sdk/13.0/nvenc-video-encoder-api-prog-guide/index.html"),
@@ -322,6 +335,7 @@ _MESSAGE_FUNCS = {
     "ncclResult_t": (("libnccl.so.2",), "ncclGetErrorString", False),
     "nvrtcResult": (("libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"), "nvrtcGetErrorString", False),
     "cudnnStatus_t": (("libcudnn_graph.so.9", "libcudnn.so.9", "libcudnn.so.8"), "cudnnGetErrorString", False),
+    "cusparseStatus_t": (("libcusparse.so.12", "libcusparse.so.11", "libcusparse.so"), "cusparseGetErrorString", False),
 }
 
 
@@ -338,7 +352,7 @@ def library_messages(enum: str, values: Iterable[int], libraries: Sequence[str] 
     """``({value: message}, library path)`` from the library's own error-string function, or
     ``({}, "")`` when no copy loads. Tried in order: ``libraries``, pip wheels, the loader's default.
     A value the library answers with its "unrecognized code" text (it predates that code) is left out."""
-    if enum not in _MESSAGE_FUNCS:  # NVENC has no error-string function: tools print the name or number
+    if enum not in _MESSAGE_FUNCS:  # no error-string function (NVENC, cuFFT, cuRAND, cuSOLVER): tools print the name
         return {}, ""
     names, func, out_param = _MESSAGE_FUNCS[enum]
     for lib in list(libraries) + _wheel_libraries(names) + list(names):
