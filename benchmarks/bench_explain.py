@@ -59,6 +59,12 @@ CORPORA = (
                               "docs/explain/unseen14.txt; then tuned on)"),
     ("tests/corpus_unseen15", "held-out corpus 15 (30 threads, KB after corpus 14's round; 66.7% before tuning: "
                               "docs/explain/unseen15.txt; then tuned on)"),
+    ("tests/corpus_unseen16", "held-out corpus 16 (61 threads, a later session; 82.0% before tuning: "
+                              "docs/explain/unseen16.txt; then tuned on)"),
+    ("tests/corpus_unseen17", "held-out corpus 17 (24 threads, KB after corpus 16's round; 70.8% before tuning: "
+                              "docs/explain/unseen17.txt; then tuned on)"),
+    ("tests/corpus_unseen18", "held-out corpus 18 (12 threads, KB after corpus 17's round; 50.0% before tuning: "
+                              "docs/explain/unseen18.txt; then tuned on)"),
 )
 
 
