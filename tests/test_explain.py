@@ -199,6 +199,7 @@ TOOL_LINES = [
     # FFmpeg's dlopen of the driver's video libraries (nv-codec-headers), clang's CUDA driver diagnostics, hashcat
     ("[h264_nvenc @ 0x609786964840] Cannot load libnvidia-encode.so.1", "driver.missing"),
     ("[AVHWDeviceContext @ 0x55d0c0c3e5c0] Cannot load libcuda.so.1", "driver.missing"),
+    ("[hevc_cuvid @ 0x55d0c0c3e5c0] Cannot load libnvcuvid.so.1", "driver.missing"),
     ("clang: error: unsupported CUDA gpu architecture: sm_89", "arch.toolkit_unsupported"),
     ("clang: error: GPU arch sm_90 is supported by CUDA versions between 12.0 and 12.3 (inclusive), but installation at "
      "/usr/local/cuda is 11.8; use '--cuda-path' to specify a different CUDA install", "arch.toolkit_unsupported"),
@@ -315,6 +316,13 @@ def test_issue_signatures(line, expected):
     ranked = _explain("some unrelated output\n" + line + "\nmore output\n")
     assert ranked and ranked[0].finding.id == expected, [d.finding.id for d in ranked]
     assert ranked[0].finding.fixes and all(f.summary for f in ranked[0].finding.fixes)
+
+
+def test_a_loader_line_for_a_library_outside_cuda_claims_nothing():
+    # "Cannot load" (FFmpeg's dlopen wrapper) and glibc's "file too short" name CUDA libraries only
+    for line in ("Cannot load libGL.so.1", "OSError: /usr/lib/libfoo.so.2: file too short",
+                 "error while loading shared libraries: libva.so.2: invalid ELF header"):
+        assert not [d for d in _explain(line + "\n") if d.finding.id == "library.not_found"], line
 
 
 def test_variables_fill_title_and_fixes():
