@@ -13,7 +13,7 @@ from hypothesis import given, settings, strategies as st
 from gpudoctor.cli import main
 from gpudoctor.explain import scan as scan_mod
 from gpudoctor.explain.diagnose import diagnose, diagnose_text
-from gpudoctor.explain.evaluate import evaluate, load_corpus, report
+from gpudoctor.explain.evaluate import CONFIDENT, evaluate, load_corpus, report
 from gpudoctor.explain.kb import KbError, load_kb
 from gpudoctor.explain.scan import MAX_CARRY, Scanner
 
@@ -323,6 +323,19 @@ def test_a_loader_line_for_a_library_outside_cuda_claims_nothing():
     for line in ("Cannot load libGL.so.1", "OSError: /usr/lib/libfoo.so.2: file too short",
                  "error while loading shared libraries: libva.so.2: invalid ELF header"):
         assert not [d for d in _explain(line + "\n") if d.finding.id == "library.not_found"], line
+
+
+def test_a_missing_library_outside_the_gpu_stack_is_never_a_confident_cuda_diagnosis():
+    # libGL.so.1 (OpenCV in a slim image) is the most common loader error in ML containers and no CUDA problem
+    d = _explain("ImportError: libGL.so.1: cannot open shared object file: No such file or directory\n")[0]
+    assert d.finding.id == "library.not_found" and d.score < CONFIDENT
+    assert "outside the CUDA stack" in d.finding.title and "libGL.so.1" in d.finding.title
+    assert any("apt-file search libGL.so.1" in c for f in d.finding.fixes for c in f.commands)
+    assert not any("nvidia-" in c for f in d.finding.fixes for c in f.commands)
+    # libraries of the stack keep their confidence, catalogued or not (libtorch_cuda, libcufile)
+    for lib in ("libcudart.so.11.0", "libtorch_cuda.so", "libcufile.so.0"):
+        d = _explain(f"ImportError: {lib}: cannot open shared object file: No such file or directory\n")[0]
+        assert d.finding.id == "library.not_found" and d.score >= CONFIDENT, lib
 
 
 def test_variables_fill_title_and_fixes():

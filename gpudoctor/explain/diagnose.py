@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import string
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from gpudoctor.explain.archcheck import no_such_architecture
@@ -146,8 +146,8 @@ def diagnose(scanner: Scanner, live: Optional[Mapping[str, List[str]]] = None) -
             return None
         return _build(sig, [], score, scanner, list((live or {}).get(sig_id) or []), evidence)
 
-    out = [_driver_library(_unless_application_xid(_unless_no_such_architecture(d), scanner), scanner)
-           for d in out]
+    out = [_outside_the_gpu_stack(_driver_library(_unless_application_xid(_unless_no_such_architecture(d), scanner), scanner),
+                                  scanner) for d in out]
     # Best score first; on ties the class seen earliest in the log (the first error usually causes the rest).
     out.sort(key=lambda d: (-d.score, min(m.line_no for m in d.matches)))
     # hints first: a hinted symptom may still be traced to its cause by the context (at hint confidence)
@@ -177,6 +177,33 @@ def _driver_library(d: Diagnosis, scanner: Scanner) -> Diagnosis:
         return d
     return _build(sig, d.matches, d.score, scanner, d.confirmed_by,
                   {"library": d.finding.evidence.get("lib"), "component": component})
+
+
+# Library names of the GPU stack the catalogue (explain/libraries.py) does not list: NVIDIA's and
+# CUDA's (cu*, nv*, nccl, npp), and the frameworks' CUDA parts (libtorch_cuda, libc10_cuda, XLA, ...).
+_GPU_STACK_LIB = re.compile(r"^(?:lib)?(?:cu|nv|nccl|npp|magma|torch|c10|caffe2|tensorflow|xla|jax|triton|"
+                            r"onnxruntime|mxnet|paddle|cupy|ggml|llama|whisper|ctranslate|gpu|cuda|hip|opencl|vulkan)", re.I)
+_LIBRARY_FILE = re.compile(r"\.(?:so|dll|dylib)\b", re.I)
+#: Where a loader error names a library outside the GPU stack (libGL.so.1 for OpenCV in a slim
+#: image, libsndfile): not this tool's to diagnose, so never more than a hint.
+OUTSIDE_MAX = 0.45
+
+
+def _outside_the_gpu_stack(d: Diagnosis, scanner: Scanner) -> Diagnosis:
+    """A 'library not found' for a library neither the catalogue nor a GPU-stack name knows stays a hint."""
+    lib = str(d.finding.evidence.get("lib", "")) if d.finding.id == "library.not_found" else ""
+    name = lib.replace("\\", "/").rsplit("/", 1)[-1]
+    if not _LIBRARY_FILE.search(name) or describe_library(name) or _GPU_STACK_LIB.match(name) or d.score <= OUTSIDE_MAX:
+        return d
+    sig = scanner.signatures.get("library.not_found")
+    out = _build(sig, d.matches, OUTSIDE_MAX, scanner, d.confirmed_by,
+                 {"library": lib, "why_low": "this library is not part of the CUDA/NVIDIA stack; install the package "
+                                             "that ships it (e.g. apt-file search " + name + ")"})
+    fixes = (Fix("It is not part of the CUDA stack: install the system package that ships it.",
+                 (f"apt-file search {name}   # Debian/Ubuntu (sudo apt-get install apt-file && sudo apt-file update)",
+                  f"dnf provides '*/{name}'   # Fedora/RHEL")),)
+    return replace(out, finding=replace(out.finding, fixes=fixes,
+                                        title=f"A library outside the CUDA stack is not found by the loader: {name}"))
 
 
 def _unless_no_such_architecture(d: Diagnosis) -> Diagnosis:
