@@ -69,8 +69,7 @@ _RULES = (  # (kind, literal, regex on the line)
     *(("in_container", f"{sep}1 ", r"^[a-z0-9][\w.-]{0,60}[-_]\d{1,3} {1,40}\| ") for sep in "_-"),
     # An image build: its RUN steps never get a GPU (docker build has no --gpus), shown by the command
     # or by the builder's step lines (classic "Step 3/7 : RUN ...", BuildKit "#8 [4/6] RUN ...")
-    ("in_container", "docker build", r"\bdocker (?:buildx )?build\b"),
-    ("in_container", "docker buildx", r"\bdocker buildx build\b"),
+    ("in_container", "docker build", r"\bdocker (?:buildx )?build\b"),  # the literal is in "docker buildx build" too
     ("in_container", " : run ", r"^step \d{1,3}/\d{1,3} : run "),
     ("in_container", "] run ", r"^#\d{1,4} \[[^\]\n]{0,40}\d{1,3}/\d{1,3}\] run "),
     ("in_container", "--container-image", r"--container-image[= ]"),  # Slurm's Pyxis plugin (enroot)

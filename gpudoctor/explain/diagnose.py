@@ -146,8 +146,7 @@ def diagnose(scanner: Scanner, live: Optional[Mapping[str, List[str]]] = None) -
             return None
         return _build(sig, [], score, scanner, list((live or {}).get(sig_id) or []), evidence)
 
-    out = [_outside_the_gpu_stack(_driver_library(_unless_application_xid(_unless_no_such_architecture(d), scanner), scanner),
-                                  scanner) for d in out]
+    out = [_rewrite(d, scanner) for d in out]
     # Best score first; on ties the class seen earliest in the log (the first error usually causes the rest).
     out.sort(key=lambda d: (-d.score, min(m.line_no for m in d.matches)))
     # hints first: a hinted symptom may still be traced to its cause by the context (at hint confidence)
@@ -164,6 +163,14 @@ def diagnose_text(text: str, kb) -> List[Diagnosis]:
     scanner.feed(text.encode("utf-8", errors="replace"))
     scanner.close()
     return diagnose(scanner)
+
+
+def _rewrite(d: Diagnosis, scanner: Scanner) -> Diagnosis:
+    """What the matched line alone cannot tell: the class (or confidence) the rest of the evidence gives."""
+    d = _unless_no_such_architecture(d)
+    d = _unless_application_xid(d, scanner)
+    d = _driver_library(d, scanner)
+    return _outside_the_gpu_stack(d, scanner)
 
 
 def _driver_library(d: Diagnosis, scanner: Scanner) -> Diagnosis:
@@ -197,8 +204,7 @@ def _outside_the_gpu_stack(d: Diagnosis, scanner: Scanner) -> Diagnosis:
         return d
     sig = scanner.signatures.get("library.not_found")
     out = _build(sig, d.matches, OUTSIDE_MAX, scanner, d.confirmed_by,
-                 {"library": lib, "why_low": "this library is not part of the CUDA/NVIDIA stack; install the package "
-                                             "that ships it (e.g. apt-file search " + name + ")"})
+                 {"library": lib, "why_low": "not part of the CUDA/NVIDIA stack"})
     fixes = (Fix("It is not part of the CUDA stack: install the system package that ships it.",
                  (f"apt-file search {name}   # Debian/Ubuntu (sudo apt-get install apt-file && sudo apt-file update)",
                   f"dnf provides '*/{name}'   # Fedora/RHEL")),)
