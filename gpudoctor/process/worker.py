@@ -62,6 +62,8 @@ def task_cuda() -> dict:
                 "uuid": ("GPU-%s-%s-%s-%s-%s" % (uuid_hex[:8], uuid_hex[8:12], uuid_hex[12:16], uuid_hex[16:20], uuid_hex[20:])) if uuid_hex else None,
             })
     res["devices"] = devices
+    if res["cuInit"]["result"] != "CUDA_SUCCESS":  # a failing step only: does a resource limit cause it?
+        res["limits_rerun"] = _limits_rerun("cuInit", res["cuInit"]["result"])
     importer.join()
     runtime = runtime_module.get("m")
     if isinstance(runtime, Exception):
@@ -191,6 +193,13 @@ def _device_archs(driver, init_err) -> list:
     return targets
 
 
+def _limits_rerun(step: str, failure: str) -> dict:
+    """:func:`gpudoctor.process.limits.differential`: the failed CUDA step rerun with the soft limits raised."""
+    from gpudoctor.process.limits import differential
+
+    return differential(step, failure)
+
+
 def _run_compiled(driver, targets, compiled, init_err) -> list:
     runs = []
     for ordinal, arch in targets:
@@ -207,6 +216,8 @@ def _run_compiled(driver, targets, compiled, init_err) -> list:
                 entry["launch"] = _launch_and_verify(driver, ordinal, cubin)
             except Exception as exc:
                 entry["launch"] = {"error": str(exc)}
+                if not any("limits_rerun" in r for r in runs):  # once per worker
+                    entry["limits_rerun"] = _limits_rerun("context", str(exc))
         runs.append(entry)
     return runs
 
@@ -327,6 +338,25 @@ def _q(fn, *args):
     return value.decode() if isinstance(value, bytes) else value
 
 
+def _gpu_processes(h) -> list:
+    """``[{"pid", "used_mib" (None: NVML cannot say, e.g. under MIG or WDDM), "type": "compute"|"graphics"|
+    "compute+graphics"}]``: the processes holding a context on this GPU (nvmlDeviceGetComputeRunningProcesses,
+    nvmlDeviceGetGraphicsRunningProcesses). PIDs are as the driver sees them: in a container, the host's."""
+    import pynvml
+
+    by_pid: dict = {}
+    for kind, fn in (("compute", pynvml.nvmlDeviceGetComputeRunningProcesses),
+                     ("graphics", pynvml.nvmlDeviceGetGraphicsRunningProcesses)):
+        for p in _q(fn, h) or []:
+            used = getattr(p, "usedGpuMemory", None)
+            entry = by_pid.setdefault(p.pid, {"pid": p.pid, "used_mib": None, "type": kind})
+            if entry["type"] != kind:
+                entry["type"] = "compute+graphics"
+            if used is not None:
+                entry["used_mib"] = max(entry["used_mib"] or 0, used // (1024 * 1024))
+    return sorted(by_pid.values(), key=lambda e: e["pid"])
+
+
 def _gpu_facts(index: int) -> dict:
     import pynvml
 
@@ -343,6 +373,8 @@ def _gpu_facts(index: int) -> dict:
         "compute_capability": f"{cc[0]}.{cc[1]}" if cc else None,
         "memory_total_mib": mem.total // (1024 * 1024) if mem else None,
         "memory_used_mib": mem.used // (1024 * 1024) if mem else None,
+        "memory_free_mib": mem.free // (1024 * 1024) if mem else None,
+        "processes": _gpu_processes(h),
         "pcie_gen_current": _q(pynvml.nvmlDeviceGetCurrPcieLinkGeneration, h),
         "pcie_gen_max": _q(pynvml.nvmlDeviceGetMaxPcieLinkGeneration, h),
         "pcie_width_current": _q(pynvml.nvmlDeviceGetCurrPcieLinkWidth, h),

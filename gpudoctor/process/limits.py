@@ -1,0 +1,176 @@
+"""Does a per-process resource limit stop CUDA? Rerun the CUDA steps in a child that differs in one thing.
+
+A process inherits its shell's ``ulimit``s, and CUDA needs more of some than other programs: at context
+creation the driver reserves virtual address space for the Unified Virtual Addressing range, so a finite
+``RLIMIT_AS`` makes it fail with CUDA_ERROR_OUT_OF_MEMORY (NVIDIA MPS guide, "clients may fail to start,
+returning ERROR_OUT_OF_MEMORY when the first CUDA context is created ... the client tries to reserve virtual
+address space for the Unified Virtual Addressing memory range",
+https://docs.nvidia.com/deploy/mps/index.html, https://docs.nvidia.com/deploy/topics/topic_5_4.html; the
+kernel refuses such an mmap with ENOMEM past ``RLIMIT_AS``, https://man7.org/linux/man-pages/man2/getrlimit.2.html).
+Rather than judge a limit by a threshold, a worker whose CUDA step failed calls :func:`differential`: the
+same steps (cuInit, a context, a 1 MiB allocation) in a fresh child with the soft limits raised; if that
+passes, one limit at a time names the one that matters. Only a failing step pays for it.
+
+``python -m gpudoctor.process.limits NAME[,NAME...]`` is that child: it raises the named limits, runs the
+steps and prints one JSON line ``{"raised": {NAME: [soft, hard]}, "cuInit": err, "context": err|None,
+"ok": bool}``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import resource
+import sys
+
+#: The limits a CUDA or NCCL process can run into, most likely first (the order the single reruns try).
+#: RLIMIT_CORE is left out: it only decides whether a crash writes a core file.
+NAMES = ("RLIMIT_AS", "RLIMIT_DATA", "RLIMIT_MEMLOCK", "RLIMIT_STACK", "RLIMIT_NOFILE", "RLIMIT_NPROC")
+#: Longest one rerun child may take (s); a differential runs at most len(NAMES) + 1 of them.
+RERUN_TIMEOUT = 8.0
+_INF = resource.RLIM_INFINITY
+#: A rerun raises the stack limit this far, no further (see :func:`raise_target`).
+STACK_MOST = 1 << 30
+
+
+def read() -> dict:
+    """``{NAME: {"soft": int|None, "hard": int|None}}`` of this process; None is unlimited. Units: bytes for
+    AS, DATA, MEMLOCK and STACK; a count for NOFILE (descriptors) and NPROC (processes and threads of the user)."""
+    out = {}
+    for name in NAMES:
+        soft, hard = resource.getrlimit(getattr(resource, name))
+        out[name] = {"soft": None if soft == _INF else soft, "hard": None if hard == _INF else hard}
+    return out
+
+
+def privileged() -> bool:
+    """Whether this process may raise a hard limit (CAP_SYS_RESOURCE; root has it)."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("CapEff:"):
+                    return bool(int(line.split()[1], 16) >> 24 & 1)  # CAP_SYS_RESOURCE = 24
+    except (OSError, ValueError, IndexError):
+        pass
+    return os.geteuid() == 0
+
+
+def raise_target(name: str, is_privileged: bool):
+    """The (soft, hard) a rerun sets for ``name``, or None when it cannot be raised (soft is already the most)."""
+    soft, hard = resource.getrlimit(getattr(resource, name))
+    if soft == _INF:
+        return None
+    if name == "RLIMIT_STACK":  # an unlimited stack switches the kernel to the legacy mmap layout: keep it finite
+        top = STACK_MOST if hard == _INF or is_privileged else min(hard, STACK_MOST)
+        return (top, hard if hard == _INF or hard >= top else top) if soft < top else None
+    if is_privileged:
+        return (_INF, _INF)
+    if hard == _INF or soft < hard:
+        return (hard, hard)
+    return None
+
+
+def raisable() -> list:
+    """The limits a rerun can raise, in :data:`NAMES` order."""
+    p = privileged()
+    return [n for n in NAMES if raise_target(n, p) is not None]
+
+
+def driver_present() -> bool:
+    """A kernel driver CUDA could reach (Linux module, or WSL's /dev/dxg): without one, no limit is the cause."""
+    return os.path.exists("/proc/driver/nvidia/version") or os.path.exists("/dev/dxg")
+
+
+def _try(names) -> dict:
+    """One rerun child with ``names`` raised; its JSON, or ``{"ok": False, "error": ...}``."""
+    from gpudoctor.process.subproc import run
+
+    env = dict(os.environ)
+    pkg_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env["PYTHONPATH"] = pkg_parent + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    res = run([sys.executable, "-m", "gpudoctor.process.limits", ",".join(names)], timeout=RERUN_TIMEOUT, env=env)
+    lines = res.stdout.strip().splitlines()
+    try:
+        return json.loads(lines[-1])
+    except (ValueError, IndexError):
+        return {"ok": False, "error": res.error or f"exited with {res.returncode}",
+                "stderr_tail": res.stderr[-500:]}
+
+
+def differential(failed_step: str, failure: str) -> dict:
+    """Rerun the CUDA steps with every raisable soft limit raised, then (if that passed) with one at a time.
+
+    Returns ``{"failed_step", "failure", "limits": read(), "privileged", "raised": [names],
+    "all_raised": child result, "cause": [names]|None, "verified": bool, "reruns": int}``, or with
+    ``"skipped": why`` when no rerun was made (no kernel driver, nothing to raise)."""
+    out = {"failed_step": failed_step, "failure": failure, "limits": read(), "privileged": privileged()}
+    if not driver_present():
+        return dict(out, skipped="no NVIDIA kernel driver: no limit can be the cause")
+    names = raisable()
+    if not names:
+        return dict(out, skipped="every limit is already at its hard limit and this process may not raise that")
+    both = _try(names)
+    out.update(raised=names, all_raised=both, reruns=1, cause=None, verified=False)
+    if not both.get("ok"):
+        return out  # fails with every limit raised: the limits are not the cause
+    if len(names) == 1:
+        return dict(out, cause=names, verified=True)
+    for name in names:  # most likely first; stops at the first that alone brings CUDA back
+        one = _try([name])
+        out["reruns"] += 1
+        if one.get("ok"):
+            return dict(out, cause=[name], verified=True, single=one)
+    return dict(out, cause=names, verified=True)  # only together: name them all
+
+
+def _cuda_steps() -> dict:
+    """cuInit, the primary context of device 0 and a 1 MiB allocation: the first things every CUDA program does."""
+    from gpudoctor.process.cuda_bindings import binding, call
+
+    driver = binding("driver")
+    res = {"cuInit": call(driver.cuInit, 0)[0], "context": None}
+    if res["cuInit"] != "CUDA_SUCCESS":
+        return res
+    err, dev = call(driver.cuDeviceGet, 0)
+    if err != "CUDA_SUCCESS":
+        res["context"] = f"cuDeviceGet: {err}"
+        return res
+    err, ctx = call(driver.cuDevicePrimaryCtxRetain, dev)
+    if err != "CUDA_SUCCESS":
+        res["context"] = f"cuDevicePrimaryCtxRetain: {err}"
+        return res
+    try:
+        err, _ = call(driver.cuCtxSetCurrent, ctx)
+        err2, ptr = call(driver.cuMemAlloc, 1 << 20) if err == "CUDA_SUCCESS" else (err, None)
+        res["context"] = "CUDA_SUCCESS" if err2 == "CUDA_SUCCESS" else f"cuMemAlloc: {err2}"
+        if ptr is not None:
+            driver.cuMemFree(ptr)
+    finally:
+        driver.cuDevicePrimaryCtxRelease(dev)
+    return res
+
+
+def main(argv) -> int:
+    names = [n for n in (argv[0].split(",") if argv else []) if n in NAMES]
+    p = privileged()
+    raised = {}
+    for name in names:
+        target = raise_target(name, p)
+        if target is not None:
+            try:
+                resource.setrlimit(getattr(resource, name), target)
+            except (ValueError, OSError) as exc:
+                raised[name] = f"not raised: {exc}"
+                continue
+            raised[name] = [None if v == _INF else v for v in target]
+    try:
+        res = _cuda_steps()
+    except Exception as exc:  # noqa: BLE001 - the binding's failure is the answer
+        res = {"error": f"{type(exc).__name__}: {exc}"}
+    res["raised"] = raised
+    res["ok"] = res.get("cuInit") == "CUDA_SUCCESS" and res.get("context") == "CUDA_SUCCESS"
+    sys.stdout.write("\n" + json.dumps(res) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
