@@ -3,9 +3,12 @@
 Where ``cuda.pathfinder`` answers "load one libcudart for me", this answers the
 diagnostic question: which copies exist (system dirs, ``/usr/local/cuda*``, pip
 ``nvidia-*`` wheels, conda, WSL's ``/usr/lib/wsl/lib``, ``LD_LIBRARY_PATH``), what
-version each is, and which one a plain ``dlopen("libcudart.so.13")`` resolves to
-(``LD_LIBRARY_PATH``, then the ldconfig cache, then the default dirs, as ld.so(8) documents;
-RPATH/RUNPATH of the loading binary are not modelled).
+version each is, and which one a plain ``dlopen("libcudart.so.13")`` resolves to, in ld.so(8)'s
+order: an object already loaded by ``LD_PRELOAD`` or ``/etc/ld.so.preload`` under that SONAME, the
+loading object's ``DT_RPATH`` (only when it has no ``DT_RUNPATH``), ``LD_LIBRARY_PATH``, its
+``DT_RUNPATH``, the ldconfig cache, the default dirs; a file of another ELF class or machine is skipped
+and the search goes on (glibc ``open_verify``). Not modelled: glibc-hwcaps subdirectories and
+secure-execution (setuid) mode.
 """
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ import sys
 from dataclasses import dataclass
 from typing import Dict, List, Mapping, Optional, Tuple
 
+from gpudoctor.formats import elf_check
 from gpudoctor.formats import ldconfig as ldconfig_fmt
 
 from gpudoctor.formats import nvidia_driver as nvidia_driver_fmt
@@ -131,6 +135,40 @@ class LibraryIndex:
         self.site_dirs = site_packages_dirs()
         self.pip_owned = pip_owned_libs(self.site_dirs, self.problems)
         self.dirs = self._search_dirs()
+        self._files: Dict[str, dict] = {}  # path -> elf_check.check_file (one header read per file per run)
+        #: (file, entry, via) of each object every process loads first: LD_PRELOAD, then /etc/ld.so.preload.
+        self.preload = self._preloads()
+
+    def file_info(self, path: str) -> dict:
+        """:func:`gpudoctor.formats.elf_check.check_file` of ``path``, read once per run."""
+        info = self._files.get(path)
+        if info is None:
+            info = self._files[path] = elf_check.check_file(path)
+        return info
+
+    def process_elf(self) -> dict:
+        """ELF class and machine of the process that loads (this interpreter: the workers run it too)."""
+        info = self.file_info(os.path.realpath(sys.executable))
+        return {"elf_class": info.get("elf_class") or 64, "machine": info.get("machine") or "x86-64"}
+
+    def _preloads(self) -> List[Tuple[str, str, str]]:
+        from gpudoctor.process.problems import read_text
+
+        out = []
+        lists = [(self.env.get("LD_PRELOAD", ""), "LD_PRELOAD")]
+        if os.path.isfile("/etc/ld.so.preload"):
+            lists.append((read_text("/etc/ld.so.preload", self.problems) or "", "/etc/ld.so.preload"))
+        for text, via in lists:
+            for entry in text.replace(":", " ").split():  # ld.so(8): separated by spaces or colons
+                path = entry if "/" in entry else self._search_plain(entry)
+                if path:
+                    out.append((path, entry, via))
+        return out
+
+    def _search_plain(self, soname: str) -> Optional[str]:
+        """The file of a slash-free preload entry: LD_LIBRARY_PATH, the cache, the default dirs."""
+        trace = self._search(soname, [], [], [])
+        return trace["path"] if trace else None
 
     def _search_dirs(self) -> List[Tuple[str, str]]:
         dirs: List[Tuple[str, str]] = []
@@ -176,21 +214,70 @@ class LibraryIndex:
         trace = self.loader_trace(soname)
         return trace["path"] if trace else None
 
-    def loader_trace(self, soname: str) -> Optional[dict]:
-        """Like :meth:`loader_pick`, with why: ``{"path", "via": "LD_LIBRARY_PATH"|"ldconfig"|"default dirs",
-        "entry": the LD_LIBRARY_PATH entry or directory that holds it}``, or None."""
-        for d in self.ld_library_path:
-            cand = os.path.join(d, soname)
-            if os.path.isfile(cand):
-                return {"path": cand, "via": "LD_LIBRARY_PATH", "entry": d}
-        for e in self.cache:
-            if e["soname"] == soname and "x86-64" in e.get("arch", "x86-64"):
-                return {"path": e["path"], "via": "ldconfig", "entry": os.path.dirname(e["path"])}
-        for d in DEFAULT_DIRS:
-            cand = os.path.join(d, soname)
-            if os.path.isfile(cand):
-                return {"path": cand, "via": "default dirs", "entry": d}
+    def loader_trace(self, soname: str, loader: Optional[str] = None) -> Optional[dict]:
+        """Like :meth:`loader_pick`, with why: ``{"path", "via": "LD_PRELOAD"|"/etc/ld.so.preload"|"DT_RPATH"|
+        "LD_LIBRARY_PATH"|"DT_RUNPATH"|"ldconfig"|"default dirs", "entry": the LD_LIBRARY_PATH / RPATH / RUNPATH
+        entry, preload entry or directory that holds it}``, plus ``"loader"`` (the object whose RPATH or RUNPATH
+        applied) and ``"skipped"`` (``[{path, via, entry, elf_class, machine}]``: files of another ELF class or
+        machine found first, which ld.so passes over), or None. ``loader``: the object that asks (its
+        DT_RPATH / DT_RUNPATH are searched; ``$ORIGIN``, ``$LIB`` and ``$PLATFORM`` expanded)."""
+        trace, skipped = self.loader_search(soname, loader)
+        if trace is None:
+            return None
+        if loader and trace["via"] in ("DT_RPATH", "DT_RUNPATH"):
+            trace["loader"] = loader
+        if skipped:
+            trace["skipped"] = skipped
+        return trace
+
+    def loader_search(self, soname: str, loader: Optional[str] = None) -> Tuple[Optional[dict], List[dict]]:
+        """(:meth:`loader_trace` without ``skipped``, the files of another class or machine passed over):
+        a trace of None with skipped files is what makes dlopen fail with "wrong ELF class"."""
+        for path, entry, via in self.preload:
+            if os.path.basename(path) == soname or self.file_info(path).get("soname") == soname:
+                return {"path": path, "via": via, "entry": entry}, []
+        rpath, runpath = [], []
+        if loader:
+            info = self.file_info(loader)
+            runpath = _expand(info.get("runpath"), loader)
+            rpath = [] if info.get("runpath") else _expand(info.get("rpath"), loader)
+        skipped: list = []
+        return self._search(soname, rpath, runpath, skipped), skipped
+
+    def _search(self, soname: str, rpath: List[str], runpath: List[str], skipped: list) -> Optional[dict]:
+        if "/" in soname:
+            return {"path": soname, "via": "path", "entry": os.path.dirname(soname)}
+        host = self.process_elf()
+        order = [(d, "DT_RPATH") for d in rpath] + [(d, "LD_LIBRARY_PATH") for d in self.ld_library_path] + \
+            [(d, "DT_RUNPATH") for d in runpath]
+        cands = [(os.path.join(d, soname), via, d) for d, via in order]
+        cands += [(e["path"], "ldconfig", os.path.dirname(e["path"])) for e in self.cache
+                  if e["soname"] == soname and "x86-64" in e.get("arch", "x86-64")]
+        cands += [(os.path.join(d, soname), "default dirs", d) for d in DEFAULT_DIRS]
+        for cand, via, entry in cands:
+            if not os.path.isfile(cand):
+                continue
+            info = self.file_info(cand)
+            if info.get("kind") == "elf" and info.get("elf_class") and \
+                    (info["elf_class"], info.get("machine")) != (host["elf_class"], host["machine"]):
+                skipped.append({"path": cand, "via": via, "entry": entry, "elf_class": info["elf_class"],
+                                "machine": info.get("machine")})
+                continue
+            return {"path": cand, "via": via, "entry": entry}
         return None
+
+
+def _expand(value: Optional[str], loader: str) -> List[str]:
+    """The directories of an RPATH/RUNPATH string, with ld.so's dynamic string tokens expanded."""
+    origin = os.path.dirname(os.path.realpath(loader))
+    out = []
+    for d in (value or "").split(":"):
+        for token, repl in (("ORIGIN", origin), ("LIB", "lib/x86_64-linux-gnu" if os.path.isdir("/lib/x86_64-linux-gnu")
+                                                 else "lib64"), ("PLATFORM", "x86_64")):
+            d = d.replace("${%s}" % token, repl).replace("$" + token, repl)
+        if d:
+            out.append(d)
+    return out
 
 
 def index_for(ctx) -> LibraryIndex:
