@@ -20,6 +20,36 @@ CAPTURES = os.path.join(ROOT, "tests", "data", "captures", "h100-cuda13")
 REQUIRE_REAL = os.environ.get("GPUDOCTOR_REQUIRE_REAL") == "1"
 
 
+#: Variables a test run must not inherit from the developer's shell: gpudoctor's own settings and the
+#: per-user directories where earlier `gpudoctor check` runs left caches, a downloaded matrix or a policy.
+_USER_DIRS = ("XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME")
+
+
+def _isolate(setenv, delenv, base) -> None:
+    for var in _USER_DIRS:
+        d = os.path.join(base, var.lower())
+        os.makedirs(d, exist_ok=True)
+        setenv(var, d)
+    for var in [v for v in os.environ if v.startswith("GPUDOCTOR_") and v != "GPUDOCTOR_REQUIRE_REAL"]:
+        delenv(var)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _session_user_dirs(tmp_path_factory):
+    """Session fixtures (built binaries, reports) get their own user dirs too, never the developer's."""
+    mp = pytest.MonkeyPatch()
+    _isolate(mp.setenv, mp.delenv, str(tmp_path_factory.mktemp("user-dirs")))
+    yield
+    mp.undo()
+
+
+@pytest.fixture(autouse=True)
+def _own_user_dirs(tmp_path, monkeypatch):
+    """Every test runs with its own empty cache, data and config dirs and without GPUDOCTOR_* settings,
+    so a machine where `gpudoctor check` ran before (a filled cache) gives the same results as a new one."""
+    _isolate(monkeypatch.setenv, monkeypatch.delenv, str(tmp_path / "user-dirs"))
+
+
 def need(condition: bool, what: str):
     """Skip (locally) or fail (CI) when a real component is not installed."""
     if condition:

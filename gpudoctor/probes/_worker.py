@@ -144,6 +144,9 @@ def ask_libraries(ctx, paths) -> dict:
     for p, a in zip(paths, answers):
         out[p] = a.get(p) if p in a else {"load_error": a.get("worker_error", "no answer")}
         if out[p].get("load_error"):
-            out[p]["problems"] = [problems.record(p, "load_error", f"{os.path.basename(p)} fails to load: "
-                                                  f"{str(out[p]['load_error']).splitlines()[0][:200]}")]
+            rec = problems.record(p, "load_error", f"{os.path.basename(p)} fails to load: "
+                                  f"{str(out[p]['load_error']).splitlines()[0][:200]}")
+            if "worker_error" in a:  # the child itself died or hung while loading it: name that program too
+                rec.update(command=(a.get("problems") or [{}])[0].get("command"), program=ctx.python)
+            out[p]["problems"] = [rec]
     return out
