@@ -42,6 +42,7 @@ class RuleContext:
 
 
 def _rules() -> List[Callable]:
+    from gpudoctor.rules import loader
     from gpudoctor.rules import (
         cuda, devices, driver, engine, environment, frameworks, libraries, multigpu, platform, policy, smoke, toolkit,
     )
@@ -55,6 +56,7 @@ def _rules() -> List[Callable]:
         multigpu.shm_small, multigpu.nccl_env,
         toolkit.compiler_unsupported, toolkit.compiler_broken, toolkit.toolkit_broken, toolkit.ptxas_on_path_broken, toolkit.mixed_toolkit, toolkit.arch_unsupported, toolkit.inventory,
         libraries.library_not_found, libraries.cudnn_mismatch, libraries.tensorrt_libs,
+        loader.loader_integrity,
         engine.engine_plans,
         frameworks.cpu_build, frameworks.cuda_mismatch, frameworks.arch_binary_missing,
         environment.ld_library_path, environment.cuda_home,

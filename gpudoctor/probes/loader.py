@@ -1,0 +1,115 @@
+"""Loader integrity: for every NVIDIA library gpudoctor's own children and tools load, the file the dynamic
+loader picks and why (:meth:`~gpudoctor.probes.libfind.LibraryIndex.loader_trace`), every other copy the
+probes load by path, and what each file really is (:func:`gpudoctor.formats.elf_check.check_file`: one
+header read per file, no process started).
+"""
+from __future__ import annotations
+
+import os
+import re
+import sys
+from typing import Dict, List, Optional
+
+from gpudoctor.probes.libfind import index_for
+
+#: What the probes load, read from their code: (file-name stem, glob suffix, who loads it, the stem of the
+#: library that dlopens it, whose DT_RPATH/DT_RUNPATH then apply). "worker X" is
+#: ``python -m gpudoctor.process.worker X``; tests/test_loader_integrity.py fails when the code loads a
+#: library this table lacks.
+LOADED = (
+    # cuda.bindings dlopens libcuda.so.1 (worker cuda, nvrtc-smoke, trt-smoke, multigpu-smoke); stubcheck by path
+    ("libcuda", "", ("worker cuda", "worker nvrtc-smoke", "worker trt-smoke", "worker multigpu-smoke",
+                     "worker stubcheck"), None),
+    # pynvml: CDLL("libnvidia-ml.so.1"); nvidia-smi dlopens it too
+    ("libnvidia-ml", "", ("worker nvml", "nvidia-smi", "worker stubcheck"), None),
+    ("libnvrtc", "", ("worker nvrtc-smoke",), None),  # cuda.pathfinder: a wheel's copy first, then dlopen
+    ("libnvrtc-builtins", "", ("worker nvrtc-smoke",), "libnvrtc"),  # libnvrtc dlopens it at compile time
+    ("libcudart", "", ("worker libversions", "worker trt-smoke"), None),
+    ("libcudnn", "*", ("worker libversions",), "libcudnn"),  # libcudnn.so.N dlopens its sub-libraries
+    ("libnccl", "", ("worker libversions", "worker multigpu-smoke"), None),
+    ("libnvinfer", "*", ("worker libversions", "worker trt-smoke", "worker trt-deserialize"), "libnvinfer"),
+)
+#: Sonames loaded whether or not a copy is found (a missing one is a fact other probes report).
+ALWAYS = ("libcuda.so.1", "libnvidia-ml.so.1")
+_NOT_KEPT = ("needed", "byte_order", "machine_code")  # read for the loader model; not needed in the report
+_SONAME = re.compile(r"^(lib[\w.+-]*?\.so(?:\.\d+)*)$")
+
+
+def probe(ctx) -> dict:
+    """``{"process": {executable, elf_class, machine}, "libraries": [{soname, loaded_by, path, realpath, via,
+    entry, loader?, skipped?, package?, package_version?, git_root?, file: elf_check facts}], "unresolved":
+    [{soname, loaded_by, skipped}] (only files of another class or machine were found), "copies": [{path,
+    realpath, origin, loaded_by, package?, ..., file}] (other copies the probes load by path), "preload":
+    [{path, entry, via, file}]}``."""
+    idx = index_for(ctx)
+    picks: List[dict] = []
+    unresolved: List[dict] = []
+    copies: Dict[str, dict] = {}
+    picked: Dict[str, str] = {}  # soname -> the picked file (the loader of what it dlopens)
+    for stem, more, loaded_by, parent in LOADED:
+        found = idx.copies(stem + more)
+        for c in found:
+            copies.setdefault(c.realpath, dict(c.to_dict(), loaded_by=list(loaded_by)))
+        for soname in _sonames(idx, stem, found):
+            major = soname.split(".so.")[1].split(".")[0]
+            loader = picked.get(f"{parent}.so.{major}") if parent and not soname.startswith(parent + ".so") else None
+            trace, skipped = idx.loader_search(soname, loader)
+            if trace is None:
+                if skipped:
+                    unresolved.append({"soname": soname, "loaded_by": list(loaded_by), "skipped": skipped})
+                continue
+            if loader and trace["via"] in ("DT_RPATH", "DT_RUNPATH"):
+                trace["loader"] = loader
+            picked[soname] = trace["path"]
+            picks.append(_describe(idx, dict(trace, soname=soname, loaded_by=list(loaded_by), skipped=skipped)))
+    picked_files = {os.path.realpath(p["path"]) for p in picks}
+    return {
+        "process": dict(idx.process_elf(), executable=sys.executable),
+        "libraries": picks,
+        "unresolved": unresolved,
+        "copies": [_describe(idx, c) for real, c in copies.items() if real not in picked_files],
+        "preload": [_describe(idx, {"path": p, "entry": e, "via": v}) for p, e, v in idx.preload],
+        "ld_library_path": list(idx.ld_library_path),
+        "ld_preload": ctx.env.get("LD_PRELOAD"),
+    }
+
+
+def _sonames(idx, stem: str, found) -> List[str]:
+    """The names programs ask for: each readable copy's DT_SONAME, else the file's own name (a damaged file
+    has no SONAME; it is found under the name it was put there as)."""
+    out = [s for s in ALWAYS if s.startswith(stem + ".so")]
+    for c in found:
+        soname = idx.file_info(c.realpath).get("soname")
+        name = soname if isinstance(soname, str) and soname.startswith(os.path.basename(c.path).split(".so")[0]) \
+            else os.path.basename(c.path)
+        if _SONAME.match(name) and ".so." in name and name not in out:
+            out.append(name)
+    return sorted(out, key=lambda n: (not n.startswith(stem + ".so"), n))  # a family's main library first
+
+
+def _describe(idx, entry: dict) -> dict:
+    """``entry`` with the file's realpath, owning pip package, Git work tree (for an LFS pointer) and elf_check facts."""
+    path = entry["path"]
+    real = os.path.realpath(path)
+    info = idx.file_info(real)
+    out = dict(entry, realpath=real, file={k: v for k, v in info.items() if k not in _NOT_KEPT})
+    owned = idx.pip_owned.get(real)
+    if owned:
+        out.update(package=owned[0], package_version=owned[1])
+    if not entry.get("skipped"):
+        out.pop("skipped", None)
+    if info.get("kind") == "git_lfs_pointer":
+        out["git_root"] = _git_root(real)
+    return out
+
+
+def _git_root(path: str) -> Optional[str]:
+    """The work tree holding ``path`` (the nearest parent with a ``.git``), where ``git lfs pull`` fetches it."""
+    d = os.path.dirname(path)
+    while True:
+        if os.path.exists(os.path.join(d, ".git")):
+            return d
+        parent = os.path.dirname(d)
+        if parent == d:
+            return None
+        d = parent

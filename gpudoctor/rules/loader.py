@@ -1,0 +1,253 @@
+"""Loader integrity: a library the dynamic loader picks (or a probe loads by path) that is no library at
+all, is cut short, or is built for another class or machine; and the crashes and load errors it causes.
+
+A crash is attributed to a damaged file when the crashed program loads it: the problem record names the
+file itself (a child asked about that library), a worker task or tool the loader probe lists as loading
+it (``loaded_by``), or the file is preloaded into every process. The finding's evidence names each
+attributed command's path, so :func:`gpudoctor.rules.faults.unreported_problems` does not blame the
+interpreter or the tool in a second finding.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from typing import Dict, Iterable, List, Optional, Set
+
+from gpudoctor.findings import Finding, Fix, Severity
+from gpudoctor.formats.elf_check import what_it_is
+from gpudoctor.process import problems as P
+from gpudoctor.rules.environment import WHERE_SET
+
+_ATTRIBUTABLE = ("signal", "exit", "load_error", "unparsable", "cannot_run")
+_WORKER = re.compile(r"gpudoctor\.process\.worker (\S+)")
+_AREA = (("libcuda", "driver"), ("libnvidia-ml", "driver"), ("libcudnn", "cudnn"), ("libnvinfer", "tensorrt"),
+         ("libnccl", "multigpu"))
+
+
+def damaged(file: dict) -> bool:
+    """A file that cannot be loaded as a shared library: not ELF, cut short, or a header that contradicts itself."""
+    return bool(file) and (file.get("kind") != "elf" or bool(file.get("truncated")) or bool(file.get("error")))
+
+
+def damaged_paths(facts) -> Set[str]:
+    """Paths and realpaths of every damaged library the loader probe found, for rules that must not judge
+    what came out of them (a driver version read from a file that is a Git LFS pointer is garbage)."""
+    lf = facts["loader"]
+    out: Set[str] = set()
+    for e in list(lf.get("libraries") or []) + list(lf.get("copies") or []) + list(lf.get("preload") or []):
+        if damaged(e.get("file") or {}):
+            out.update({e["path"], e["realpath"]})
+    return out
+
+
+def _foreign(file: dict, process: dict) -> bool:
+    return file.get("kind") == "elf" and not damaged(file) and file.get("elf_class") is not None and \
+        (file.get("elf_class"), file.get("machine")) != (process.get("elf_class"), process.get("machine"))
+
+
+def loader_integrity(facts, ctx) -> List[Finding]:
+    lf = facts["loader"]
+    if not lf:
+        return []
+    process = lf.get("process") or {}
+    records = list(_records(facts))
+    strings = list(_messages(facts))
+    out = []
+    for e in lf.get("preload") or []:
+        if damaged(e["file"]) or _foreign(e["file"], process):
+            out.append(_damaged(e, lf, records, strings, ctx, every_process=True))
+    for e in lf.get("libraries") or []:
+        if damaged(e["file"]) and e["via"] not in ("LD_PRELOAD", "/etc/ld.so.preload"):
+            out.append(_damaged(e, lf, records, strings, ctx))
+    for e in lf.get("copies") or []:
+        if damaged(e["file"]):
+            out.append(_damaged(e, lf, records, strings, ctx))
+    out += _wrong_arch(lf, process, ctx)
+    return out
+
+
+def _records(facts) -> Iterable[dict]:
+    """(probe, problem record) of every failed command or load in the other probes' facts."""
+    for probe, probe_facts in facts.items():
+        if probe == "loader":
+            continue
+        for rec in P.walk(probe_facts):
+            if rec.get("kind") in _ATTRIBUTABLE:
+                yield dict(rec, probe=probe)
+
+
+def _messages(facts) -> Iterable[tuple]:
+    """(probe, text) of every string in the other probes' facts: load errors quote the file they opened."""
+    stack = [(p, f) for p, f in facts.items() if p != "loader"]
+    while stack:
+        probe, v = stack.pop()
+        if isinstance(v, str):
+            yield probe, v
+        elif isinstance(v, dict):
+            stack.extend((probe, x) for x in v.values())
+        elif isinstance(v, (list, tuple)):
+            stack.extend((probe, x) for x in v)
+
+
+def _loads(rec: dict, e: dict, every_process: bool) -> bool:
+    """Does the program of ``rec`` load the file of ``e``?"""
+    if every_process or rec["path"] in (e["path"], e["realpath"]) or os.path.realpath(rec["path"]) == e["realpath"]:
+        return True
+    m = _WORKER.search(rec.get("command") or "")
+    who = f"worker {m.group(1)}" if m else os.path.basename(rec["path"])
+    if who in ("worker libversions", "worker stubcheck"):  # these load only the paths they are given
+        return False
+    return who in (e.get("loaded_by") or [])
+
+
+def _damaged(e: dict, lf: dict, records: List[dict], strings: List[tuple], ctx, every_process=False) -> Finding:
+    f = e["file"]
+    name = e.get("soname") or os.path.basename(e["path"])
+    what = what_it_is(f)
+    crashed = [{k: r[k] for k in ("probe", "path", "command", "kind", "what", "last_line") if r.get(k)}
+               for r in records if _loads(r, e, every_process)]
+    errors = sorted({f"{p}: {s[:300]}" for p, s in strings
+                     if s not in (e["path"], e["realpath"]) and (e["path"] in s or e["realpath"] in s)})[:3]
+    picked = "via" in e and "origin" not in e
+    how = _how_picked(e) if picked else f"found in {e['origin']} ({os.path.dirname(e['path'])})"
+    title = f"{name} {how} is {what}, not a library"
+    if crashed:
+        title += f": it made {_crash_words(crashed)}"
+    evidence = {"path": e["path"], "realpath": e["realpath"], "found": what, "kind": f.get("kind"),
+                "size_bytes": f.get("size"),
+                "expected_bytes": f.get("lfs_size") if f.get("kind") == "git_lfs_pointer" else f.get("needs_bytes"),
+                "via": e.get("via") or e.get("origin"), "entry": e.get("entry"), "loader": e.get("loader"),
+                "package": e.get("package"), "loaded_by": e.get("loaded_by")}
+    if crashed:
+        evidence["crashed"] = crashed
+    if errors:
+        evidence["errors"] = errors
+    severity = Severity.FAIL if picked or crashed or every_process else Severity.WARN
+    return Finding("library.damaged", severity, _area(name), title,
+                   evidence={k: v for k, v in evidence.items() if v not in (None, [], "")},
+                   fixes=_fixes(e, lf, ctx), detail=_detail(f, picked))
+
+
+def _how_picked(e: dict) -> str:
+    via = e["via"]
+    if via == "LD_LIBRARY_PATH":
+        return f"picked from LD_LIBRARY_PATH entry {e['entry']}"
+    if via in ("LD_PRELOAD", "/etc/ld.so.preload"):
+        return f"preloaded by {via} ({e['entry']})"
+    if via in ("DT_RPATH", "DT_RUNPATH"):
+        return f"picked from {e['entry']} (the {via} of {e.get('loader')})"
+    if via == "ldconfig":
+        return f"picked from the ldconfig cache ({e['path']})"
+    return f"picked from {e['entry']} ({via})"
+
+
+def _crash_words(crashed: List[dict]) -> str:
+    words = []
+    for c in crashed[:2]:
+        cmd = c.get("command") or c["path"]
+        m = _WORKER.search(cmd)
+        prog = f"the {m.group(1)} worker" if m else os.path.basename(c["path"])
+        words.append(f"{prog} {'crash (' + c['what'] + ')' if c['kind'] == 'signal' else 'fail'}")
+    more = f" and {len(crashed) - 2} more" if len(crashed) > 2 else ""
+    return ", ".join(words) + more
+
+
+def _detail(f: dict, picked: bool) -> str:
+    kind = f.get("kind")
+    if kind == "elf" and f.get("truncated"):
+        why = ("The loader maps the segments its header describes; touching a page past the end of the file "
+               "kills the program with SIGBUS (a crash in whatever loads it, not in that program).")
+    elif kind == "git_lfs_pointer":
+        why = "The file is the small text pointer Git LFS leaves when the real content was never fetched."
+    else:
+        why = "dlopen() refuses it ('invalid ELF header' or 'file too short') and stops searching."
+    return why + ("" if picked else " Programs that load this copy by path (or whose RPATH names its directory) fail.")
+
+
+def _area(name: str) -> str:
+    return next((a for prefix, a in _AREA if name.startswith(prefix)), "cuda")
+
+
+def _fixes(e: dict, lf: dict, ctx) -> tuple:
+    q = shlex.quote(e["path"])
+    fixes = []
+    via = e.get("via")
+    if via == "LD_LIBRARY_PATH":
+        keep = [d for d in lf.get("ld_library_path") or [] if d != e["entry"]]
+        fixes.append(Fix(f"Take {e['entry']} out of LD_LIBRARY_PATH (and fix the line that sets it), so the "
+                         "loader picks the next copy.",
+                         (f"export LD_LIBRARY_PATH={shlex.quote(':'.join(keep))}" if keep else "unset LD_LIBRARY_PATH",
+                          WHERE_SET)))
+    elif via == "LD_PRELOAD":
+        keep = [x for x in (lf.get("ld_preload") or "").replace(":", " ").split() if x != e["entry"]]
+        fixes.append(Fix(f"Stop preloading {e['entry']}.", (f"export LD_PRELOAD={shlex.quote(' '.join(keep))}" if keep
+                                                            else "unset LD_PRELOAD",
+                                                            WHERE_SET.replace("LD_LIBRARY_PATH", "LD_PRELOAD"))))
+    elif via == "/etc/ld.so.preload":
+        fixes.append(Fix(f"Remove {e['entry']} from /etc/ld.so.preload (every process on this machine loads it).",
+                         (f"{ctx.os.sudo}sed -i.bak '\\|^{e['entry']}$|d' /etc/ld.so.preload",)))
+    fixes.append(_replace_fix(e, lf, ctx))
+    fixes.append(Fix("See for yourself what the file is.", (f"ls -lL {q}", f"file -L {q}", f"head -c 200 {q} | od -c | head")))
+    return tuple(fixes)
+
+
+def _replace_fix(e: dict, lf: dict, ctx) -> Fix:
+    real = e["realpath"]
+    if e["file"].get("kind") == "git_lfs_pointer" and e.get("git_root"):
+        rel = os.path.relpath(real, e["git_root"])
+        return Fix("Fetch the real file from Git LFS.",
+                   (f"git -C {shlex.quote(e['git_root'])} lfs pull --include {shlex.quote(rel)}",))
+    if e["file"].get("kind") == "git_lfs_pointer":
+        return Fix("Git LFS never fetched this file: run `git lfs pull` in the repository it was copied from and copy "
+                   "the real file here, or delete it.", ("git lfs install && git lfs pull",))
+    if e.get("package"):
+        python = (lf.get("process") or {}).get("executable") or "python"
+        spec = f"{e['package']}=={e['package_version']}" if e.get("package_version") else e["package"]
+        return Fix(f"Reinstall {e['package']}, which owns this file.",
+                   (f"{shlex.quote(python)} -m pip install --force-reinstall --no-deps {shlex.quote(spec)}",))
+    qr = shlex.quote(real)
+    if ctx.os.family == "debian":
+        return Fix("Reinstall the package that owns this file (dpkg -S finds it; a file no package owns was copied by "
+                   "hand: delete it or copy the real library over it).",
+                   (f"dpkg -S {qr}", f"{ctx.os.sudo}apt-get install --reinstall \"$(dpkg -S {qr} | cut -d: -f1)\""))
+    if ctx.os.family == "rhel":
+        return Fix("Reinstall the package that owns this file (rpm -qf finds it; a file no package owns was copied by "
+                   "hand: delete it or copy the real library over it).", (f"rpm -qf {qr}", f"{ctx.os.sudo}dnf reinstall \"$(rpm -qf {qr})\""))
+    return Fix("Replace the file with the real library (or delete it).", (f"rm {qr}",))
+
+
+def _wrong_arch(lf: dict, process: dict, ctx) -> List[Finding]:
+    """Files of another ELF class or machine: skipped by the loader (a warning), or all it found (a failure)."""
+    out = []
+    proc = f"{process.get('elf_class')}-bit {process.get('machine')}"
+    for u in lf.get("unresolved") or []:
+        s = u["skipped"][0]
+        out.append(Finding(
+            "library.wrong_arch", Severity.FAIL, _area(u["soname"]),
+            f"{u['soname']}: the only file the loader finds, {s['path']} ({s['via']}), is a {s['elf_class']}-bit "
+            f"{s['machine']} library; this is a {proc} process",
+            evidence={"soname": u["soname"], "skipped": u["skipped"], "process": proc, "loaded_by": u.get("loaded_by")},
+            fixes=(Fix("Install the library built for this machine (or take the foreign one's directory out of the "
+                       "search path).", (f"file -L {shlex.quote(s['path'])}",)),),
+            detail="dlopen() passes over libraries of another class or machine and fails with 'wrong ELF class' "
+                   "when nothing else is found."))
+    seen = set()
+    for e in lf.get("libraries") or []:
+        for s in e.get("skipped") or []:
+            seen.add(os.path.realpath(s["path"]))
+            out.append(Finding(
+                "library.wrong_arch", Severity.WARN, _area(e["soname"]),
+                f"{s['path']} ({s['via']} entry {s['entry']}) is a {s['elf_class']}-bit {s['machine']} {e['soname']}: "
+                f"the loader passes over it and picks {e['path']}",
+                evidence={"path": s["path"], "via": s["via"], "entry": s["entry"], "picked": e["path"], "process": proc},
+                fixes=(Fix("Take the foreign library out of the search path (a program that needs exactly that "
+                           "directory gets the wrong copy or none).", (f"file -L {shlex.quote(s['path'])}",)),)))
+    for c in lf.get("copies") or []:
+        if _foreign(c["file"], process) and c["realpath"] not in seen:
+            out.append(Finding(
+                "library.wrong_arch", Severity.WARN, _area(os.path.basename(c["path"])),
+                f"{c['path']} ({c['origin']}) is {what_it_is(c['file'])}; this is a {proc} process",
+                evidence={"path": c["path"], "origin": c["origin"], "package": c.get("package"), "process": proc},
+                fixes=(_replace_fix(c, lf, ctx),)))
+    return out
