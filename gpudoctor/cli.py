@@ -339,6 +339,9 @@ def main(argv=None) -> int:
     except MatrixError as exc:
         print(f"gpudoctor: error: compatibility matrix is invalid: {exc}", file=sys.stderr)
         return EXIT_ERROR
+    from gpudoctor.explain.annotate import annotate  # standard library only until a failed tool's words need reading
+
+    annotate(report)  # a failed tool's own words, read with explain's knowledge (docs/architecture.md)
     from gpudoctor.findings import Severity
 
     args.strict = args.strict or chosen["policy"].strict

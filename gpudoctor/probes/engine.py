@@ -34,9 +34,34 @@ def probe(ctx) -> dict:
             out.append({"path": path, "error": str(exc), "reason": exc.reason})
             continue
         if runtime is not None:
-            from gpudoctor.probes._worker import run_worker
-
-            entry["runtime_answer"] = run_worker(ctx, "trt-deserialize", runtime[0], os.path.abspath(path),
-                                                 timeout=max(ctx.timeout, 60.0))
+            entry["runtime_answer"] = _ask_runtime(ctx, runtime[0], os.path.abspath(path))
         out.append(entry)
     return {"engines": out}
+
+
+def _ask_runtime(ctx, module: str, plan: str) -> dict:
+    """The runtime's answer (:func:`gpudoctor.process.worker.task_trt_deserialize`); when it refused and its
+    words ask for a setting ("set CUDA_LAUNCH_BLOCKING=1"), asked once more that way, whose words are kept
+    in ``answer["rerun"] = {"setting", "stderr_tail", "loaded"}``. (The child's logger already receives
+    every severity, VERBOSE included: TensorRT's own verbosity needs no rerun.)"""
+    import time
+    from types import SimpleNamespace
+
+    from gpudoctor.probes._worker import run_worker
+    from gpudoctor.process.more_detail import detail_env, rerun_timeout
+    from gpudoctor.process.tail import tail
+
+    t0 = time.monotonic()
+    answer = run_worker(ctx, "trt-deserialize", module, plan, timeout=max(ctx.timeout, 60.0))
+    if answer.get("loaded") is not False:
+        return answer
+    said = "\n".join([m for _, m in answer.get("messages") or []] + [answer.get("error") or ""])
+    asked = detail_env(ctx.env, said)
+    if asked is None:
+        return answer
+    env, setting = asked
+    again = run_worker(SimpleNamespace(python=ctx.python, env=env, timeout=ctx.timeout), "trt-deserialize", module, plan,
+                       timeout=rerun_timeout(time.monotonic() - t0))
+    words = [f"{sev}: {m}" for sev, m in again.get("messages") or []] + [again.get("error") or again.get("worker_error") or ""]
+    answer["rerun"] = {"setting": setting, "stderr_tail": tail("\n".join(words)), "loaded": again.get("loaded")}
+    return answer

@@ -137,6 +137,7 @@ def _nccl(rt, path: str, devices: list) -> dict:
         os.close(fd)
         os.environ["NCCL_DEBUG"] = "WARN"
         os.environ.setdefault("NCCL_DEBUG_FILE", log)
+        out["ran_with"] = {"NCCL_DEBUG": "WARN"}  # what a message asking for NCCL_DEBUG=WARN already had
     lib.ncclGetErrorString.restype = ctypes.c_char_p
     ver = ctypes.c_int(0)
     if lib.ncclGetVersion(ctypes.byref(ver)) == 0:
@@ -213,9 +214,44 @@ def _nccl(rt, path: str, devices: list) -> dict:
     return out
 
 
+def _rerun_for_detail(args, nccl: dict, seconds: float) -> None:
+    """When NCCL's error says how to learn more ("run with NCCL_DEBUG=WARN for details") and this run did
+    not already run that way, run the all-reduce once more in a fresh child with that setting (NCCL reads
+    its variables once per process) and keep what it said: ``nccl["rerun"] = {"setting", "command",
+    "stderr_tail", "error"}``. Bounded by :func:`gpudoctor.process.more_detail.rerun_timeout`."""
+    import json
+    import sys
+
+    from gpudoctor.process.more_detail import detail_env, rerun_timeout
+    from gpudoctor.process.subproc import run
+    from gpudoctor.process.tail import tail
+
+    ran = dict(os.environ, **(nccl.get("ran_with") or {}))
+    asked = detail_env(ran, "\n".join([nccl.get("error") or ""] + list(nccl.get("nccl_log") or [])))
+    if asked is None:
+        return
+    env, setting = asked
+    argv = [sys.executable, "-m", "gpudoctor.process.worker", "multigpu-smoke", *[a for a in args if a != "--detail-rerun"],
+            "--nccl-only", "--detail-rerun"]
+    r = run(argv, timeout=rerun_timeout(seconds), env=env)
+    lines = [l for l in r.output.splitlines() if l.strip()]
+    answer = {}
+    if lines and lines[-1].startswith("{"):
+        try:
+            answer = (json.loads(lines.pop()) or {}).get("nccl") or {}
+        except ValueError:
+            pass
+    said = lines + list(answer.get("nccl_log") or [])
+    nccl["rerun"] = {"setting": setting, "command": f"{setting} python -m gpudoctor.process.worker multigpu-smoke "
+                                                    f"--nccl {nccl.get('library')} --nccl-only",
+                     "stderr_tail": tail("\n".join(said)), "error": answer.get("error") or r.error,
+                     "ok": answer.get("ok")}
+
+
 def multigpu_smoke_main(args) -> dict:
-    """``[--self-test] [--nccl PATH]`` → ``{"device_count", "copies": [...], "nccl": {...}|None}`` or
-    ``{"skipped": reason, "device_count"}``."""
+    """``[--self-test] [--nccl PATH] [--nccl-only]`` → ``{"device_count", "copies": [...], "nccl": {...}|None}``
+    or ``{"skipped": reason, "device_count"}``. A failed all-reduce whose error asks for a setting is run once
+    more with it (``nccl["rerun"]``; ``--detail-rerun`` marks that child, which never reruns itself)."""
     self_test = "--self-test" in args
     nccl = args[args.index("--nccl") + 1] if "--nccl" in args and args.index("--nccl") + 1 < len(args) else None
     rt = binding("runtime")
@@ -228,6 +264,9 @@ def multigpu_smoke_main(args) -> dict:
     devices = list(range(count))
     ordered = [(a, b) for a in devices for b in devices if a != b] or [(0, 0)]
     res = {"device_count": count, "self_test": self_test,
-           "copies": [_copy(rt, a, b, COPY_BYTES) for a, b in ordered]}
+           "copies": [] if "--nccl-only" in args else [_copy(rt, a, b, COPY_BYTES) for a, b in ordered]}
+    t0 = time.perf_counter()
     res["nccl"] = _nccl(rt, nccl, devices) if nccl else None
+    if res["nccl"] and not res["nccl"].get("ok") and "--detail-rerun" not in args:
+        _rerun_for_detail(args, res["nccl"], time.perf_counter() - t0)
     return res

@@ -5,7 +5,10 @@ parse), read a file or load a library still returns facts, and appends to a
 ``"problems"`` list in them one record per failure::
 
     {"path": "/opt/wrap/bin/nvcc", "kind": "timeout", "what": "nvcc timed out after 10 s",
-     "command": "/opt/wrap/bin/nvcc --version", "last_line": "..."}
+     "command": "/opt/wrap/bin/nvcc --version", "last_line": "...", "stderr_tail": "..."}
+
+``stderr_tail``: the tool's last words (:func:`gpudoctor.process.tail.tail`: at most 20 lines / 2 KiB,
+secrets masked), read by ``gpudoctor check`` with ``explain``'s knowledge.
 
 ``kind`` is one of :data:`KINDS`. :func:`walk` finds every record in a probe's facts,
 at any depth; :func:`gpudoctor.rules.unreported_problems` turns each record that no
@@ -20,18 +23,28 @@ from typing import Iterator, List, Optional
 
 #: timeout | signal | exit (non-zero) | not_found | cannot_run (exec failed) | unparsable (ran, said nothing usable)
 #: | unreadable (a file) | load_error (a shared library) | broken_dist (a pip dist-info without RECORD/METADATA)
-KINDS = ("timeout", "signal", "exit", "not_found", "cannot_run", "unparsable", "unreadable", "load_error", "broken_dist")
+#: | implausible (a value that cannot be what it claims, e.g. driver version "1": gpudoctor.probes.facts)
+KINDS = ("timeout", "signal", "exit", "not_found", "cannot_run", "unparsable", "unreadable", "load_error", "broken_dist",
+         "implausible")
 #: Largest text file a probe reads (bytes).
 READ_LIMIT = 1 << 20
 
 
-def record(path: str, kind: str, what: str, command: Optional[str] = None, last_line: Optional[str] = None) -> dict:
+def record(path: str, kind: str, what: str, command: Optional[str] = None, last_line: Optional[str] = None,
+           stderr_tail: Optional[str] = None) -> dict:
+    """One problem record; ``stderr_tail`` (the tool's output, any length) is kept bounded and masked."""
     assert kind in KINDS, kind
     out = {"path": path, "kind": kind, "what": what}
     if command:
         out["command"] = command
     if last_line:
         out["last_line"] = last_line
+    if stderr_tail:
+        from gpudoctor.process.tail import tail
+
+        kept = tail(stderr_tail)
+        if kept:
+            out["stderr_tail"] = kept
     return out
 
 

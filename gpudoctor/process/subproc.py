@@ -78,13 +78,16 @@ class CommandResult:
         if self.error and self.returncode is None and not self.timed_out:
             kind = "not_found" if self.error.endswith(": not found") else "cannot_run"
             return problems.record(self.argv[0], kind, self.error, command=self.shown)
+        words = self.stderr if self.stderr.strip() else self.stdout  # nvidia-smi says why on stdout
         if self.timed_out:
-            return problems.record(self.argv[0], "timeout", self.error, command=self.shown, last_line=self.last_line())
+            return problems.record(self.argv[0], "timeout", self.error, command=self.shown, last_line=self.last_line(),
+                                   stderr_tail=words)
         if self.signal_name:
-            return problems.record(self.argv[0], "signal", self.error, command=self.shown, last_line=self.last_line())
+            return problems.record(self.argv[0], "signal", self.error, command=self.shown, last_line=self.last_line(),
+                                   stderr_tail=words)
         if self.returncode != 0:
             return problems.record(self.argv[0], "exit", f"{os.path.basename(self.argv[0])} exited with code {self.returncode}",
-                                   command=self.shown, last_line=self.last_line())
+                                   command=self.shown, last_line=self.last_line(), stderr_tail=words)
         if unparsable:
             first = next((l.strip() for l in self.output.splitlines() if l.strip()), "")
             what = f"{os.path.basename(self.argv[0])} printed no {unparsable}" + (

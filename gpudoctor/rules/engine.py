@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from gpudoctor.findings import Finding, Fix, Severity
+from gpudoctor.process.tail import tail
 
 DOC = "https://docs.nvidia.com/deeplearning/tensorrt/latest/inference-library/advanced.html#version-compatibility"
 
@@ -27,7 +28,32 @@ def _runtime_said(answer) -> str:
     return "refused it: " + text.split("\n")[0][:240]
 
 
+def _refused(answer) -> bool:
+    """A real TensorRT runtime started, was handed the plan, and did not load it (its own refusal)."""
+    return bool(answer) and "loaded" in answer and not answer.get("loaded") \
+        and not str(answer.get("error") or "").startswith("import")
+
+
+def _runtime_evidence(answer) -> dict:
+    """What the runtime said, for the evidence: which runtime, its verdict and its last words (bounded)."""
+    if not answer:
+        return {}
+    lines = [f"{sev}: {m}" for sev, m in answer.get("messages") or []] + ([answer["error"]] if answer.get("error") else [])
+    out = {"runtime": {k: answer.get(k) for k in ("module", "version", "loaded") if k in answer}}
+    said = tail("\n".join(lines))
+    if said:
+        out["stderr_tail"] = said
+    if answer.get("rerun"):
+        out["rerun"] = answer["rerun"]
+    return out
+
+
 def engine_plans(facts, ctx):
+    """``tensorrt.engine_*`` per plan. The header's verdict is the prediction; where a real TensorRT runtime
+    was asked, its answer decides: a refusal in its own words is a failure whatever the header predicted
+    (``only_if_version_compatible`` becomes a fail; a plan the header says loads becomes
+    ``tensorrt.engine_refused``), and a plan it loaded that the header could only call version-compatible-
+    dependent loads. A runtime that could not start (no GPU) did not judge the plan: the header decides."""
     from gpudoctor.rules.engine_verdict import engine_verdict
 
     gpus = (facts["driver"].get("nvml") or {}).get("gpus") or []
@@ -68,9 +94,18 @@ def engine_plans(facts, ctx):
                                f"{answer.get('version')} {'loaded' if answer.get('loaded') else 'refused'} it",
                                evidence={"path": path, "runtime_answer": answer, "header_verdict": v["verdict"]},
                                detail="Please report this plan: gpudoctor's reading of its header disagrees with TensorRT."))
-        out.append(Finding(_IDS[v["verdict"]], _SEVERITY[v["verdict"]], "tensorrt", title,
-                           evidence={"path": path, "header": e["header"], "installed": v["installed"],
-                                     "installed_from": v["installed_from"], "reasons": v["reasons"]},
+        fid, severity, detail = _IDS[v["verdict"]], _SEVERITY[v["verdict"]], None
+        if _refused(answer):
+            severity, detail = Severity.FAIL, (f"TensorRT {answer.get('version') or ''} ({answer.get('module')}) here "
+                                               "refused the plan in its own words: it will not load here.").replace("  ", " ")
+            fid = "tensorrt.engine_refused" if v["verdict"] == "loads" else fid
+        elif answer.get("loaded") and v["verdict"] in ("only_if_version_compatible", "unknown"):
+            fid, severity = "tensorrt.engine_ok", Severity.OK
+            detail = "TensorRT itself loaded it here (so it was built version-compatible, or by this release)."
+        out.append(Finding(fid, severity, "tensorrt", title,
+                           evidence=dict({"path": path, "header": e["header"], "installed": v["installed"],
+                                          "installed_from": v["installed_from"], "reasons": v["reasons"]},
+                                         **_runtime_evidence(answer)),
                            fixes=tuple(Fix(f["summary"], tuple(f["commands"])) for f in v["fixes"]),
-                           doc=DOC if v["verdict"] != "loads" else None))
+                           detail=detail, doc=DOC if severity != Severity.OK else None))
     return out

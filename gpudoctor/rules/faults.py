@@ -5,7 +5,9 @@ Specific rules explain the problems they know (``toolkit.broken``, ``compiler.br
 in their evidence. :func:`unreported_problems` runs after every other rule and turns each
 record that no warn/fail finding names into a finding of its own, so a tool that hung,
 crashed, exited non-zero or printed garbage, a file that could not be read or a library
-that would not load is never reported as fine.
+that would not load is never reported as fine. The finding keeps the tool's last words
+(``stderr_tail``), which ``gpudoctor check`` reads with ``explain``'s knowledge
+(:mod:`gpudoctor.explain.annotate`) to state the cause.
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import shlex
 from typing import Iterable, List
 
 from gpudoctor.process import problems as P
+from gpudoctor.process.more_detail import instruction
 from gpudoctor.findings import Finding, Fix, Severity
 
 _COMMAND_KINDS = ("timeout", "signal", "exit", "not_found", "cannot_run", "unparsable")
@@ -31,8 +34,13 @@ def inspect_fixes(rec: dict, os_family: str) -> tuple:
     fixes = []
     if rec["kind"] in _COMMAND_KINDS and rec.get("command"):
         cmd = rec["command"].replace(" ...", "")
-        fixes.append(Fix("Run it by hand to see what it does (it should answer within a second or two).",
-                         (f"timeout 10 {cmd}; echo \"exit code $?\"",)))
+        asked = instruction(rec.get("stderr_tail"))
+        if asked:  # the tool said how to learn more: the by-hand run does it that way
+            fixes.append(Fix(f"Run it by hand the way it asks ({asked[0]}={asked[1]}) to see the details.",
+                             (f"{asked[0]}={shlex.quote(asked[1])} timeout 10 {cmd}; echo \"exit code $?\"",)))
+        else:
+            fixes.append(Fix("Run it by hand to see what it does (it should answer within a second or two).",
+                             (f"timeout 10 {cmd}; echo \"exit code $?\"",)))
     owner = f"dpkg -S {shlex.quote(os.path.realpath(path))}" if os_family == "debian" else \
         f"rpm -qf {shlex.quote(os.path.realpath(path))}" if os_family == "rhel" else None
     what = ["ls -l " + q, "file -L " + q] + ([owner] if owner else [])
@@ -67,7 +75,8 @@ def finding_for(rec: dict, area: str, os_family: str) -> Finding:
     """The generic finding for one problem record (used when no specific rule explains it)."""
     fid = _IDS.get(rec["kind"], "tool.failed")
     title = rec["what"] if rec["path"] in rec["what"] else f"{rec['path']}: {rec['what']}"
-    evidence = {k: rec[k] for k in ("path", "kind", "command", "last_line") if rec.get(k)}
+    # stderr_tail: the tool's own words; `gpudoctor check` reads them with explain's knowledge (explain.annotate)
+    evidence = {k: rec[k] for k in ("path", "kind", "program", "command", "last_line", "stderr_tail") if rec.get(k)}
     fixes = _dist_fix(rec) if rec["kind"] == "broken_dist" else _load_fix(rec) if rec["kind"] == "load_error" else ()
     return Finding(fid, Severity.WARN, area, title, evidence=evidence, fixes=fixes + inspect_fixes(rec, os_family),
                    detail="gpudoctor could not use this, so the checks that need it are missing from this report.")

@@ -12,6 +12,7 @@ from typing import Dict, List
 
 from gpudoctor.findings import Finding, Fix, Severity
 from gpudoctor.formats import nccl_env as nccl_env_fmt
+from gpudoctor.process.tail import tail
 from gpudoctor.process.nvml_topology import NVIDIA_SMI_NAMES, nvlink_pairs, norm_bus
 
 TROUBLESHOOTING = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html"
@@ -330,7 +331,7 @@ def p2p_smoke(facts, ctx) -> List[Finding]:
     if s.get("worker_error") or s.get("import_error"):
         err = s.get("worker_error") or s.get("import_error")
         return [Finding("smoke.p2p", Severity.FAIL, "smoke", f"Multi-GPU smoke test did not finish: {err}",
-                        evidence={"stderr": s.get("stderr_tail"), "nccl_library": s.get("nccl_library")},
+                        evidence={"stderr_tail": tail(s.get("stderr_tail") or err), "nccl_library": s.get("nccl_library")},
                         detail="A hang here is usually NCCL or a peer copy waiting on a link that never completes: "
                                "rerun with NCCL_DEBUG=INFO to see which transport it tried.",
                         fixes=(Fix("Run the two-GPU test by hand with NCCL's log.",
@@ -368,7 +369,16 @@ def _nccl_smoke(s) -> List[Finding]:
     if log:
         ev["nccl_warnings"] = log[-5:]
     if not n.get("ok"):
-        return [Finding("smoke.nccl", Severity.FAIL, "smoke", f"NCCL all-reduce failed: {n.get('error')}",
+        # NCCL's own words: its error and warnings, and those of the rerun its message asked for
+        ev["stderr_tail"] = tail("\n".join([n.get("error") or ""] + list(n.get("nccl_log") or [])))
+        rerun = n.get("rerun") or {}
+        title = f"NCCL all-reduce failed: {n.get('error')}"
+        if rerun:
+            ev["rerun"] = {k: rerun.get(k) for k in ("setting", "command", "stderr_tail", "error") if rerun.get(k)}
+            said = [l for l in (rerun.get("stderr_tail") or "").splitlines() if "WARN" in l]
+            if said:
+                title += f"; rerun with {rerun['setting']}, NCCL said: {said[0].split('WARN', 1)[-1].strip()[:200]}"
+        return [Finding("smoke.nccl", Severity.FAIL, "smoke", title,
                         evidence=ev, fixes=(Fix("Rerun with NCCL's log to see the transport that failed.",
                                                 ("NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,P2P,SHM,NET python -m gpudoctor.process.worker multigpu-smoke --nccl "
                                                  + shlex.quote(n.get("library") or "libnccl.so.2"),)),), doc=TROUBLESHOOTING)]

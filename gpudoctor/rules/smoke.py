@@ -1,10 +1,14 @@
-"""Smoke tests: report them, and explain a failure by what it matches."""
+"""Smoke tests: report them, and explain a failure by what it matches.
+
+A failed step keeps its tool's last words in ``evidence["stderr_tail"]`` (bounded, secrets masked);
+``gpudoctor check`` reads them with ``explain``'s knowledge to state the cause (:mod:`gpudoctor.explain.annotate`)."""
 from __future__ import annotations
 
 import os
 import re
 
 from gpudoctor.findings import Finding, Fix, Severity
+from gpudoctor.process.tail import tail
 
 # Failure signatures in nvcc/ptxas/runtime output → (what it means, the finding id that explains it)
 SIGNATURES = (
@@ -41,8 +45,9 @@ def nvrtc_smoke(facts, ctx):
     if not s or s.get("skipped"):
         return [Finding("smoke.nvrtc", Severity.INFO, "smoke", f"NVRTC smoke test skipped ({s.get('skipped', 'not run')})")] if s else []
     if s.get("worker_error") or s.get("import_error"):
-        return [Finding("smoke.nvrtc", Severity.FAIL, "smoke", f"NVRTC smoke test crashed: {s.get('worker_error') or s.get('import_error')}",
-                        evidence={"stderr": s.get("stderr_tail")})]
+        said = s.get("worker_error") or s.get("import_error")
+        return [Finding("smoke.nvrtc", Severity.FAIL, "smoke", f"NVRTC smoke test crashed: {said}",
+                        evidence={"stderr_tail": tail(s.get("stderr_tail") or said)})]
     if s.get("nvrtc_error"):
         return []  # library.not_found reports it
     out = []
@@ -54,7 +59,7 @@ def nvrtc_smoke(facts, ctx):
         if r.get("compile_result") != "NVRTC_SUCCESS":
             meaning, fid = explain(r.get("log", ""))
             out.append(Finding("smoke.nvrtc", Severity.FAIL, "smoke", f"{label}: compile failed ({r.get('compile_result')})",
-                               evidence=dict(ev, log=r.get("log", "")[-800:]),
+                               evidence=dict(ev, log=r.get("log", "")[-800:], stderr_tail=tail(r.get("log"))),
                                detail=f"{meaning}: see {fid}." if fid else None))
             continue
         launch = r.get("launch") or {}
@@ -66,7 +71,7 @@ def nvrtc_smoke(facts, ctx):
         elif launch.get("error"):
             meaning, fid = explain(launch["error"])
             out.append(Finding("smoke.nvrtc", Severity.FAIL, "smoke", f"{label}: launch failed: {launch['error']}",
-                               evidence=ev, detail=f"{meaning}: see {fid}." if fid else None))
+                               evidence=dict(ev, stderr_tail=tail(launch["error"])), detail=f"{meaning}: see {fid}." if fid else None))
         else:
             bad = {k: launch[k] for k in ("vadd", "hadd2") if (launch.get(k) or {}).get("mismatches")}
             if bad:
@@ -128,7 +133,8 @@ def nvcc_smoke(facts, ctx):
                 fixes = (Fix(f"Verified: the same build succeeds with -ccbin {retry['ccbin']}.", (retry.get("command", ""),)),)
             out.append(Finding("smoke.nvcc", Severity.FAIL, "smoke",
                                f"{label}: build failed" + (f": {meaning} (see {fid})" if fid else ""),
-                               evidence=dict(ev, first_error=_first_error_line(text), output=text[-1200:]),
+                               evidence=dict(ev, first_error=_first_error_line(text), output=text[-1200:],
+                                             stderr_tail=tail(text)),
                                fixes=fixes))
             continue
         run = b.get("run") or {}
@@ -144,7 +150,7 @@ def nvcc_smoke(facts, ctx):
             meaning, fid = explain(text)
             out.append(Finding("smoke.nvcc", Severity.FAIL, "smoke",
                                f"{label}: built, but the program failed" + (f": {meaning} (see {fid})" if fid else ""),
-                               evidence=dict(ev, output=text[-800:], returncode=run.get("returncode"))))
+                               evidence=dict(ev, output=text[-800:], returncode=run.get("returncode"), stderr_tail=tail(text))))
     return out
 
 
@@ -183,7 +189,7 @@ def tensorrt_smoke(facts, ctx):
         return []
     if s.get("worker_error"):
         return [Finding("smoke.tensorrt", Severity.FAIL, "smoke", f"TensorRT smoke test crashed: {s['worker_error']}",
-                        evidence={"stderr": s.get("stderr_tail")},
+                        evidence={"stderr_tail": tail(s.get("stderr_tail") or s["worker_error"])},
                         detail="The child process that imported TensorRT died or hung; gpudoctor itself was unaffected.",
                         fixes=(Fix("Reproduce the import and a builder outside gpudoctor.",
                                    ("python -c 'import tensorrt as trt; print(trt.__version__); "
@@ -194,7 +200,7 @@ def tensorrt_smoke(facts, ctx):
         err = s["trt_import_error"]
         cu, ver = _trt_pins(s)
         ev = {"module": s.get("module"), "path": s.get("module_path"), "import_error": err,
-              "distributions": s.get("distributions") or {}}
+              "distributions": s.get("distributions") or {}, "stderr_tail": tail(err)}
         missing = _TRT_LIB_MISSING.search(err)
         if missing:
             so = os.path.join(s.get("module_path") or ".", "tensorrt*.so")
@@ -248,7 +254,8 @@ def tensorrt_smoke(facts, ctx):
         fixes = _trt_replay(s) + (_trt_reinstall(s), Fix("Look for GPU errors from the kernel driver.", ("sudo dmesg | grep -i xid",)))
         return [Finding("smoke.tensorrt", Severity.FAIL, "smoke", f"{label} on {where}: {stage} failed: {e.get('message')}"[:300],
                         evidence=dict(ev, stage=e.get("stage"), error=e.get("message"), log=(s.get("log") or [])[-8:],
-                                      plan_file=s.get("plan_file")),
+                                      plan_file=s.get("plan_file"),
+                                      stderr_tail=tail("\n".join((s.get("log") or []) + [e.get("message") or ""]))),
                         detail=f"{meaning}: see {fid}." if fid else None, fixes=fixes, doc=TRT_DOC)]
     run = s.get("run") or {}
     if run.get("mismatches"):

@@ -1,0 +1,183 @@
+"""The tool's own words, read with ``explain``'s knowledge: a post-pass over a check's findings.
+
+Every failed tool or step keeps its last words (``evidence["stderr_tail"]``, and ``evidence["rerun"]
+["stderr_tail"]`` when it was rerun the way it asked, :mod:`gpudoctor.process.more_detail`; problem
+records carry theirs, :mod:`gpudoctor.process.problems`). :func:`annotate` runs each warn/fail finding's
+words through the signatures of ``gpudoctor explain`` (:func:`gpudoctor.explain.diagnose.diagnose_text`)
+and states what it finds:
+
+* ``evidence["said"]``: the line of the tool's output that matters (the matched one, else its last error line);
+  the title says it ("nvcc ... could not be asked: nvcc exited with code 1; nvcc said: ...").
+* ``evidence["cause"] = {"id", "title", "confidence", "score", "line"}``: the best diagnosis. At high
+  confidence the title says it too and its fixes come first; at medium it is in ``detail`` and its fixes
+  follow the finding's own; at low it is evidence only.
+* ``evidence["provided_by"]``: for an import error (``No module named 'cuda.bindings'``, ``libX.so: cannot
+  open shared object file``), the distribution that provides it (:mod:`gpudoctor.probes.providers`), with
+  the exact ``pip install`` line, or where the installed package is shadowed.
+
+Severity and id stay the rule's (a finding's id is stable; the runtime-refusal severity is the rules'
+call). Layering: explain (layer 5) reads the check's report (layer 4); ``gpudoctor check`` (cli, layer 6)
+applies it before rendering. A check where nothing failed has no words to read: :func:`annotate` returns
+at once, and the signatures are never loaded (this module imports only the standard library and
+:mod:`gpudoctor.findings` until it has words to read).
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Dict, Iterable, List, Optional, Tuple
+
+from gpudoctor.findings import Finding, Fix, Severity
+
+__all__ = ["annotate", "annotate_findings", "words_of"]
+
+#: Longest quote of a tool's line in a title (characters).
+SAID_MAX = 160
+_ERRORISH = re.compile(r"error|fatal|fail|cannot|can't|could not|couldn't|not found|no such|invalid|unknown|"
+                       r"unsupported|denied|refused|mismatch|incompatible|abort|WARN", re.I)
+
+
+def _strings(value) -> Iterable[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _strings(v)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _strings(v)
+
+
+def _records(probes) -> List[dict]:
+    """Problem records that carry a tool's words, from a report's probe facts (``{name: ProbeResult|dict}``)."""
+    from gpudoctor.process.problems import walk
+
+    out = []
+    for r in (probes or {}).values():
+        facts = getattr(r, "facts", r)
+        out += [rec for rec in walk(facts or {}) if rec.get("stderr_tail")]
+    return out
+
+
+def words_of(f: Finding, records: List[dict]) -> Tuple[Optional[str], Optional[str]]:
+    """(the tool's words a finding rests on, the tool's path or None): its own ``stderr_tail`` (and its
+    rerun's), else those of the problem records it names by path (a rule that explained a record, e.g.
+    toolkit.broken)."""
+    ev = f.evidence or {}
+    rerun = ev.get("rerun") if isinstance(ev.get("rerun"), dict) else {}
+    parts = [p for p in (ev.get("stderr_tail"), rerun.get("stderr_tail")) if isinstance(p, str) and p.strip()]
+    path = ev.get("path") if isinstance(ev.get("path"), str) else None
+    if not parts and records:
+        named = set(_strings(ev))
+        hits = [rec for rec in records if rec["path"] in named]
+        parts = list(dict.fromkeys(rec["stderr_tail"] for rec in hits))
+        path = hits[0]["path"] if hits else path
+    return ("\n".join(parts) or None), path
+
+
+def _said(text: str, matched: Optional[str]) -> str:
+    if matched:
+        return matched.strip()[:SAID_MAX]
+    lines = [l.strip() for l in text.splitlines() if l.strip()]
+    errs = [l for l in lines if _ERRORISH.search(l)]
+    return (errs[0] if errs else lines[-1] if lines else "")[:SAID_MAX]
+
+
+
+
+def _provider_fix(missing: Dict[str, str]):
+    """(evidence, fix, title words) for a missing module or library, or None when nothing knows who provides it."""
+    from gpudoctor.probes.providers import pip_line, provider
+
+    p = provider(**missing)
+    if p is None:
+        return None
+    what = missing.get("module") or missing.get("library")
+    dists = p["distributions"]
+    kind = "module" if "module" in missing else "library"
+    if p["installed"] and kind == "module" and p.get("resolves_to"):
+        owner = next(iter(p["installed"].values()))
+        fix = Fix(f"{dists[0]} {owner['version']} is installed ({owner['file']}), but '{what.split('.')[0]}' resolves to "
+                  f"{p['resolves_to']} first on this interpreter's path: rename or remove that, or take it off PYTHONPATH.",
+                  (f"python -c \"import {what.split('.')[0]} as m; print(m.__path__ if hasattr(m, '__path__') else m.__file__)\"",
+                   "echo \"PYTHONPATH=$PYTHONPATH\""))
+        words = f"{kind} {what} is provided by {dists[0]}, installed but shadowed by {p['resolves_to']}"
+    elif p["installed"]:
+        fix = Fix(f"{', '.join(dists)} provides it and is installed: reinstall it so its files are complete.",
+                  (f"python -m pip install --force-reinstall --no-deps {dists[0]}",))
+        words = f"{kind} {what} is provided by {dists[0]} (installed)"
+    else:
+        fix = Fix(f"Install the distribution that provides the {kind} {what}"
+                  + (f" (also in: {', '.join(dists[1:])})" if len(dists) > 1 else "") + ".", (pip_line(dists),))
+        words = f"{kind} {what} is provided by {dists[0]}, which is not installed"
+    return p, fix, words
+
+
+def _annotate_one(f: Finding, text: str, path: Optional[str], kb) -> Finding:
+    from gpudoctor.explain.diagnose import confidence_label, diagnose_text
+    from gpudoctor.probes.providers import missing_in
+
+    ev = dict(f.evidence or {})
+    ev.setdefault("stderr_tail", text)
+    diags = [d for d in diagnose_text(text, kb) if d.finding.severity.rank >= Severity.INFO.rank]
+    best = diags[0] if diags else None
+    matched = best.matches[0].line if best and best.matches else None
+    said = _said(text, matched)
+    title, detail, fixes = f.title, f.detail, tuple(f.fixes)
+    known = best is not None and best.finding.id == f.id  # the rule already named this cause: keep its title
+    if said:
+        ev["said"] = said
+    if said and said not in title and not known:
+        title = f"{title}; {path.rsplit('/', 1)[-1] if path else 'it'} said: {said}"
+    if best is not None:
+        label = confidence_label(best.score)
+        ev["cause"] = {"id": best.finding.id, "title": best.finding.title, "confidence": label,
+                       "score": round(best.score, 3), "line": matched}
+        same = known
+        meaning = f"{best.finding.title} [{best.finding.id}, {label} confidence]"
+        if label == "high" and not same:
+            title = f"{title} → {best.finding.title}"
+            fixes = tuple(best.finding.fixes) + fixes
+        elif label == "medium" and not same:
+            fixes = fixes + tuple(best.finding.fixes)
+        if label != "low" or same:
+            detail = " ".join(x for x in (detail, f"Its own words mean: {meaning}.", best.finding.detail or "") if x)
+        else:
+            detail = " ".join(x for x in (detail, f"Possibly (low confidence): {meaning}.") if x)
+    missing = missing_in(text)
+    found = _provider_fix(missing) if missing else None
+    if found:
+        ev["provided_by"], fix, words = found
+        fixes = (fix,) + fixes
+        title = f"{title} ({words})"
+    return dataclasses.replace(f, title=title, detail=detail, evidence=ev, fixes=fixes)
+
+
+def annotate_findings(findings: List[Finding], probes=None, kb=None) -> List[Finding]:
+    """``findings`` with every warn/fail one that has a tool's words read (see the module docstring); the
+    same list object's content when none has (nothing imported, nothing loaded)."""
+    records = None
+    todo = []
+    for i, f in enumerate(findings):
+        if f.severity.rank < Severity.WARN.rank:
+            continue
+        if records is None:
+            records = _records(probes)
+        text, path = words_of(f, records)
+        if text:
+            todo.append((i, text, path))
+    if not todo:
+        return findings
+    if kb is None:
+        from gpudoctor.explain.kb import load_kb
+
+        kb = load_kb()
+    out = list(findings)
+    for i, text, path in todo:
+        out[i] = _annotate_one(findings[i], text, path, kb)
+    return out
+
+
+def annotate(report) -> None:
+    """Read the tool's words of a :class:`gpudoctor.check.Report`'s findings, in place."""
+    report.findings = annotate_findings(report.findings, report.probes)
