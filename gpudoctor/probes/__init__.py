@@ -11,7 +11,7 @@ _NAMES = (  # (name, report area, time budget in s)
     ("tensorrt", "tensorrt", 20.0), ("frameworks", "frameworks", 20.0), ("smoke_nvrtc", "smoke", 60.0),
     ("smoke_nvcc", "smoke", 150.0), ("smoke_tensorrt", "smoke", 120.0), ("engine", "tensorrt", 20.0),
     ("nccl", "multigpu", 20.0), ("smoke_multigpu", "smoke", 120.0),
-    ("loader", "environment", 5.0),
+    ("loader", "environment", 5.0), ("process_limits", "devices", 15.0),
 )
 
 

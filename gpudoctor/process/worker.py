@@ -340,7 +340,7 @@ def _q(fn, *args):
 
 def _gpu_processes(h) -> list:
     """``[{"pid", "used_mib" (None: NVML cannot say, e.g. under MIG or WDDM), "type": "compute"|"graphics"|
-    "compute+graphics"}]``: the processes holding a context on this GPU (nvmlDeviceGetComputeRunningProcesses,
+    "compute+graphics", "ours": bool}]``: the processes holding a context on this GPU (nvmlDeviceGetComputeRunningProcesses,
     nvmlDeviceGetGraphicsRunningProcesses). PIDs are as the driver sees them: in a container, the host's."""
     import pynvml
 
@@ -349,12 +349,29 @@ def _gpu_processes(h) -> list:
                      ("graphics", pynvml.nvmlDeviceGetGraphicsRunningProcesses)):
         for p in _q(fn, h) or []:
             used = getattr(p, "usedGpuMemory", None)
-            entry = by_pid.setdefault(p.pid, {"pid": p.pid, "used_mib": None, "type": kind})
+            entry = by_pid.setdefault(p.pid, {"pid": p.pid, "used_mib": None, "type": kind,
+                                              "ours": _descends_from(p.pid, os.getppid())})
             if entry["type"] != kind:
                 entry["type"] = "compute+graphics"
             if used is not None:
                 entry["used_mib"] = max(entry["used_mib"] or 0, used // (1024 * 1024))
     return sorted(by_pid.values(), key=lambda e: e["pid"])
+
+
+def _descends_from(pid: int, ancestor: int) -> bool:
+    """Whether ``pid`` is ``ancestor`` (the check that started this worker) or below it: gpudoctor's own CUDA
+    workers hold contexts while NVML is asked, and may have exited before the probe reads /proc."""
+    for _ in range(64):
+        if pid == ancestor:
+            return True
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as fh:
+                pid = int(fh.read(4096).rsplit(b")", 1)[1].split()[1])  # field 4, after the parenthesised comm
+        except (OSError, ValueError, IndexError):
+            return False
+        if pid <= 1:
+            return False
+    return False
 
 
 def _gpu_facts(index: int) -> dict:

@@ -1,0 +1,167 @@
+"""The process and the GPU it shares (issue 24 item 5): resource limits, and GPUs held by other processes.
+
+Real where this GPU-less machine allows it: `gpudoctor check` runs in a child under a really lowered limit,
+the rerun child really raises a limit, /proc is really read. NVML process lists cannot exist here: those
+tests feed the rules FAKE facts (named so)."""
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+
+from gpudoctor.findings import Severity
+from gpudoctor.probes import process_limits
+from gpudoctor.render.redact import redact
+from tests.conftest import ROOT, by_id, judge
+
+GiB = 1 << 30
+
+
+def _check(tmp_path, limits=(), *args):
+    """`gpudoctor check --json` in a child whose soft limits ``limits`` [(RLIMIT_*, value)] were lowered."""
+    def lower():
+        for name, value in limits:
+            res = getattr(resource, name)
+            resource.setrlimit(res, (value, resource.getrlimit(res)[1]))
+
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"), PYTHONPATH=ROOT)
+    out = tmp_path / "report.json"
+    done = subprocess.run([sys.executable, "-m", "gpudoctor", "check", "--json", "--no-smoke", "--timeout", "60",
+                           "-o", str(out), *args], preexec_fn=lower, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode in (0, 1), done.stderr[-2000:]
+    return json.loads(out.read_text())
+
+
+def _ids(report, prefix):
+    return {f["id"]: f for f in report["findings"] if f["id"].startswith(prefix)}
+
+
+def test_a_lowered_address_space_limit_is_read_from_the_process_and_warned_about(tmp_path):
+    report = _check(tmp_path, [("RLIMIT_AS", 6 * GiB)])
+    facts = report["probes"]["process_limits"]["facts"]
+    assert facts["rlimits"]["RLIMIT_AS"]["soft"] == 6 * GiB
+    # No NVIDIA kernel driver here: the CUDA worker's failed cuInit is not rerun (no limit can be its cause) ...
+    rerun = report["probes"]["cuda"]["facts"]["api"]["limits_rerun"]
+    assert rerun["limits"]["RLIMIT_AS"]["soft"] == 6 * GiB and rerun["skipped"].startswith("no NVIDIA kernel driver")
+    # ... and no context was created, so the limit is a warning naming what will fail, with its fix.
+    f = _ids(report, "process.")["process.address_space_limit"]
+    assert f["severity"] == "warn" and "6.0 GiB" in f["title"] and "out of memory" in f["title"]
+    assert any(c.startswith("ulimit -Sv ") for fix in f["fixes"] for c in fix["commands"])
+
+
+def test_without_a_lowered_limit_or_a_gpu_nothing_is_found_and_nothing_crashes(tmp_path):
+    report = _check(tmp_path)
+    assert report["probes"]["process_limits"]["status"] == "ok"
+    facts = report["probes"]["process_limits"]["facts"]
+    assert facts["gpus"] == [] and facts["gpu_processes"] == []  # NVML has no driver here
+    assert facts["shm"]["path"] == "/dev/shm"
+    assert not _ids(report, "process.") and not {k for k in _ids(report, "gpu.") if k != "gpu.health"}
+    assert not _ids(report, "gpudoctor.rule_error")
+
+
+def test_the_rerun_child_raises_the_limit_it_is_asked_to(tmp_path):
+    """The child the differential runs really raises a lowered soft limit before it tries CUDA."""
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+
+    def lower():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (64, hard))
+
+    out = subprocess.run([sys.executable, "-m", "gpudoctor.process.limits", "RLIMIT_NOFILE"], preexec_fn=lower,
+                         capture_output=True, text=True, timeout=60, env=dict(os.environ, PYTHONPATH=ROOT))
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    want = None if hard == resource.RLIM_INFINITY else hard
+    if process_limits.limits.privileged():
+        want = None
+    assert res["raised"]["RLIMIT_NOFILE"][0] == want
+    assert res["ok"] is False and res["cuInit"] != "CUDA_SUCCESS"  # no GPU here: the steps ran and failed
+
+
+def test_pids_are_resolved_from_proc_and_a_pid_without_a_gpu_open_is_not_blamed():
+    """A real process that holds no /dev/nvidia* open is what a PID from another namespace looks like here."""
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        seen = process_limits._resolve("/proc", child.pid, os.getpid(), os.getuid())
+        assert seen["found"] is False and "no GPU open" in seen["why_not_found"]
+        assert process_limits._descends_from("/proc", child.pid, os.getpid())
+        assert not process_limits._descends_from("/proc", os.getpid(), child.pid)
+    finally:
+        child.kill()
+        child.wait()
+    gone = process_limits._resolve("/proc", 2**22 + 7, os.getpid(), os.getuid())
+    assert gone["found"] is False and "PID namespace" in gone["why_not_found"]
+
+
+# --- FAKE NVML facts: no GPU, so no process can hold one here -----------------------------------------
+
+def _fake_facts(mode=0, procs=(), free=2400, total=81559, launch_error=None, rlimits=None, rerun=None):
+    """FAKE facts of an H100 with other processes on it, as process_limits, cuda and smoke_nvrtc would return them."""
+    gpu = {"index": 0, "name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-11111111-2222-3333-4444-555555555555",
+           "compute_mode": mode, "memory_total_mib": total, "memory_free_mib": free, "memory_used_mib": total - free}
+    run = {"ordinal": 0, "arch": "sm_90", "launch": {"error": launch_error} if launch_error else
+           {"vadd": {"elements": 4096, "mismatches": 0}}}
+    if rerun:
+        run["limits_rerun"] = rerun
+    return {
+        "process_limits": {"rlimits": rlimits or {"RLIMIT_AS": {"soft": None, "hard": None}}, "privileged": False,
+                           "uid": 1000, "gpus": [gpu], "gpu_processes": [dict(p, gpu=0) for p in procs]},
+        "cuda": {"api": {"cuInit": {"result": "CUDA_SUCCESS"}, "devices": [{"ordinal": 0, "uuid": gpu["uuid"]}]}},
+        "smoke_nvrtc": {"runs": [run]},
+    }
+
+
+MINE = {"pid": 4242, "found": True, "ours": False, "uid": 1000, "user": "alice", "program": "python3",
+        "command": "python3 train.py --lr 3e-4", "used_mib": 78000, "type": "compute"}
+THEIRS = {"pid": 777, "found": True, "ours": False, "uid": 1001, "program": "python3", "used_mib": 78000, "type": "compute",
+          "user": "bob", "command": "python3 serve.py --token-file /home/bob/secret"}  # as if a probe had stored them
+
+
+def test_FAKE_memory_held_by_own_job_is_a_warning_with_pid_command_and_kill():
+    f = by_id(judge(_fake_facts(procs=[MINE])), "gpu.memory_held")
+    assert len(f) == 1 and f[0].severity == Severity.WARN
+    assert "PID 4242" in f[0].title and "train.py" in f[0].title and "78000 MiB" in f[0].title
+    assert ("kill 4242",) in [fix.commands for fix in f[0].fixes]
+
+
+def test_FAKE_memory_held_is_the_failure_when_this_checks_context_ran_out_of_memory():
+    f = by_id(judge(_fake_facts(procs=[MINE], free=300,
+                                launch_error="cuDevicePrimaryCtxRetain: CUDA_ERROR_OUT_OF_MEMORY")), "gpu.memory_held")
+    assert len(f) == 1 and f[0].severity == Severity.FAIL and "CUDA_ERROR_OUT_OF_MEMORY" in f[0].title
+
+
+def test_FAKE_another_users_job_is_named_without_its_command_line_or_user_name():
+    f = by_id(judge(_fake_facts(procs=[THEIRS])), "gpu.memory_held")[0]
+    text = json.dumps(redact(f.to_dict()))
+    assert "PID 777" in text and "another user, uid 1001" in text
+    assert "bob" not in text and "serve.py" not in text
+
+
+def test_FAKE_exclusive_process_gpu_held_by_another_process():
+    warn = by_id(judge(_fake_facts(mode=3, procs=[THEIRS], free=3000)), "gpu.compute_mode_blocks")
+    assert len(warn) == 1 and warn[0].severity == Severity.WARN and "CUDA_ERROR_DEVICE_UNAVAILABLE" in warn[0].title
+    fail = by_id(judge(_fake_facts(mode=3, procs=[THEIRS], free=3000,
+                                   launch_error="cuDevicePrimaryCtxRetain: CUDA_ERROR_DEVICE_UNAVAILABLE")),
+                 "gpu.compute_mode_blocks")
+    assert len(fail) == 1 and fail[0].severity == Severity.FAIL
+    assert not by_id(judge(_fake_facts(mode=3, procs=[dict(THEIRS, ours=True)], free=3000)), "gpu.compute_mode_blocks")
+
+
+def test_FAKE_prohibited_compute_mode_and_a_free_shared_gpu():
+    assert by_id(judge(_fake_facts(mode=2)), "gpu.compute_mode_blocks", Severity.WARN)
+    small = dict(MINE, used_mib=2000)
+    found = judge(_fake_facts(procs=[small], free=70000))
+    assert by_id(found, "gpu.shared", Severity.INFO) and not by_id(found, "gpu.memory_held")
+
+
+def test_FAKE_verified_limit_rerun_names_the_limit_and_its_fix():
+    rl = {"RLIMIT_AS": {"soft": 8 * GiB, "hard": 8 * GiB}, "RLIMIT_NOFILE": {"soft": 1024, "hard": 1048576}}
+    rerun = {"verified": True, "cause": ["RLIMIT_AS"], "reruns": 2, "all_raised": {"ok": True, "raised": {}},
+             "single": {"ok": True, "raised": {"RLIMIT_AS": [None, None]}}}
+    f = by_id(judge(_fake_facts(launch_error="cuDevicePrimaryCtxRetain: CUDA_ERROR_OUT_OF_MEMORY", rlimits=rl,
+                                rerun=rerun)), "process.limit_breaks_cuda")
+    assert len(f) == 1 and f[0].severity == Severity.FAIL and "RLIMIT_AS=8.0 GiB" in f[0].title and "verified" in f[0].title
+    # A rerun that still failed with every limit raised acquits them: no limit finding at all.
+    acquit = {"verified": False, "cause": None, "all_raised": {"ok": False}, "raised": ["RLIMIT_AS"]}
+    found = judge(_fake_facts(launch_error="cuDevicePrimaryCtxRetain: CUDA_ERROR_OUT_OF_MEMORY", rlimits=rl, rerun=acquit))
+    assert not [x for x in found if x.id.startswith("process.")]
