@@ -11,6 +11,7 @@ import os
 from gpudoctor.formats import nvidia_driver as nvidia_driver_fmt
 
 from gpudoctor.formats import nvidia_smi as nvidia_smi_fmt
+from gpudoctor.probes import facts as typed
 from gpudoctor.probes.libfind import index_for
 from gpudoctor.probes._worker import run_worker
 from gpudoctor.process.problems import read_text
@@ -143,9 +144,17 @@ def nvml_snapshot(ctx) -> dict:
         if "worker_error" in res:
             return {"status": "error", "error": f"NVML query failed: {res['worker_error']}", "reason": "worker_failed",
                     "gpus": [], "problems": res.get("problems", [])}
-        return res
+        return typed.NvmlSnapshot.parse(res, nvml_origin(ctx)).to_dict()
 
     return ctx.memo("nvml", ask)
+
+
+def nvml_origin(ctx) -> "typed.Origin":
+    """Where NVML's answers come from: the libnvidia-ml.so.1 the loader picks for the worker (looked up only
+    when a value is rejected), and the worker, with LD_PRELOAD when one is set (it can answer instead)."""
+    pre = ctx.env.get("LD_PRELOAD")
+    return typed.Origin(lambda: index_for(ctx).loader_pick("libnvidia-ml.so.1") or "libnvidia-ml.so.1",
+                        "the NVML worker, nvidia-ml-py" + (f", LD_PRELOAD={pre}" if pre else ""))
 
 
 def probe(ctx) -> dict:
@@ -162,24 +171,49 @@ def probe(ctx) -> dict:
         facts = _facts(ctx, idx, problems)
         facts["nvidia_smi"] = smi.result()
     facts["problems"] = problems + idx.problems
-    return facts
+    return _validated(facts)
+
+
+def _validated(facts: dict) -> dict:
+    """The facts through :class:`gpudoctor.probes.facts.DriverFacts`: the kernel module's and nvidia-smi's
+    versions kept only when plausible, a rejected one recorded as an ``implausible`` problem."""
+    d = typed.DriverFacts.from_dict(facts)
+    proc = typed.Origin(PROC_VERSION, "the kernel module (/proc/driver/nvidia/version)", d.problems)
+    if d.kernel_module and d.kernel_module.get("version"):
+        d.kernel_module = dict(d.kernel_module, version=proc.take(typed.driver_version, d.kernel_module["version"],
+                                                                  "NVRM version line"))
+    smi = facts.get("nvidia_smi") or {}
+    said = typed.Origin(smi.get("path") or "nvidia-smi", "nvidia-smi --query-gpu=driver_version", d.problems)
+    d.smi_driver_versions = [x for x in (said.take(typed.driver_version, v, "nvidia-smi driver_version")
+                                         for v in d.smi_driver_versions) if x]
+    return d.to_dict()
+
+
+PROC_VERSION = "/proc/driver/nvidia/version"
 
 
 def _facts(ctx, idx, problems) -> dict:
-    proc = read_text("/proc/driver/nvidia/version", problems)
+    proc = read_text(PROC_VERSION, problems)
     nvml_pick = idx.loader_pick("libnvidia-ml.so.1")
     cuda_pick = idx.loader_pick("libcuda.so.1")
-    user_space = nvidia_driver_fmt.version_from_soname(os.path.basename(os.path.realpath(nvml_pick))) if nvml_pick else None
+    # A file named only by its soname (libnvidia-ml.so.1) says no driver version: unknown, not "1".
+    user_space = typed.soname_driver_version(
+        nvidia_driver_fmt.version_from_soname(os.path.basename(os.path.realpath(nvml_pick)))) if nvml_pick else None
     pci = pci_nvidia()  # one pass over sysfs for GPUs and NVSwitches
     return {
         "nvml": nvml_snapshot(ctx),
         "kernel_module": nvidia_driver_fmt.parse_proc_driver_version(proc) if proc else None,
-        "libnvidia_ml": [c.to_dict() for c in idx.copies("libnvidia-ml")],
+        "libnvidia_ml": _copies(idx, "libnvidia-ml"),
         "libnvidia_ml_loaded": nvml_pick,
-        "libcuda": [c.to_dict() for c in idx.copies("libcuda")],
+        "libcuda": _copies(idx, "libcuda"),
         "libcuda_loaded": cuda_pick,
         "user_space_version": user_space,
         "stub_libraries": stub_libraries(ctx, idx),
         "pci_gpus": pci["gpus"],
         "pci_nvswitches": pci["nvswitches"],
     }
+
+
+def _copies(idx, stem: str) -> list:
+    """Every copy of a driver library; ``version`` only when its file name carries a driver version."""
+    return [dict(c.to_dict(), version=typed.soname_driver_version(c.version)) for c in idx.copies(stem)]

@@ -33,6 +33,18 @@ class Facts:
         """(probe name, facts) of every probe that returned facts."""
         return [(k, v) for k, v in self._results.items() if v]
 
+    def driver(self):
+        """The driver probe's facts, typed (:class:`gpudoctor.probes.facts.DriverFacts`); values already validated."""
+        from gpudoctor.probes.facts import DriverFacts
+
+        return DriverFacts.from_dict(self["driver"])
+
+    def cuda(self):
+        """The cuda probe's facts, typed (:class:`gpudoctor.probes.facts.CudaFacts`); values already validated."""
+        from gpudoctor.probes.facts import CudaFacts
+
+        return CudaFacts.from_dict(self["cuda"])
+
 
 @dataclass
 class RuleContext:
@@ -46,6 +58,7 @@ def _rules() -> List[Callable]:
     from gpudoctor.rules import (
         cuda, devices, driver, engine, environment, frameworks, libraries, multigpu, platform, policy, sharing, smoke, toolkit,
     )
+    from gpudoctor.rules.implausible import implausible_values
 
     return [
         driver.driver_state, driver.driver_mismatch, driver.stub_library,
@@ -64,6 +77,7 @@ def _rules() -> List[Callable]:
         platform.wsl_driver, platform.container,
         smoke.nvrtc_smoke, smoke.nvcc_smoke, smoke.tensorrt_smoke, multigpu.p2p_smoke,
         policy.requirements,
+        implausible_values,
         probe_failures,
     ]
 

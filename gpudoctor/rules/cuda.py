@@ -13,11 +13,10 @@ DOC = "https://docs.nvidia.com/deploy/cuda-compatibility/"
 def runtimes(facts) -> list:
     """Every CUDA runtime something here would run with: (label, version)."""
     out = []
-    c = facts["cuda"]
-    api = c.get("api") or {}
-    if c.get("runtime_version"):
-        out.append((f"cuda-python {api.get('bindings_version')} (links cudart {c['runtime_version']})", c["runtime_version"]))
-    for lib in c.get("libcudart") or []:
+    c = facts.cuda()  # validated at parse: an implausible runtime version is None, never judged
+    if c.runtime_version:
+        out.append((f"cuda-python {c.api.raw.get('bindings_version')} (links cudart {c.runtime_version})", c.runtime_version))
+    for lib in c.libcudart:
         if lib.get("version") and "." in lib["version"]:
             out.append((f"libcudart {lib['version']} ({lib.get('package') or lib['realpath']})", lib["version"]))
     for name, ver, cuda in framework_cuda_builds(facts):

@@ -25,9 +25,15 @@ def driver_state(facts, ctx):
         ev.update(_smi_evidence(smi))
     if nvml.get("status") == "ok":
         g = nvml.get("gpus") or []
+        typed = facts.driver().nvml
+        gpus = f"{len(g)} GPU{'s' if len(g) != 1 else ''}"
+        if not typed.driver_version or not typed.cuda_driver_version:  # rejected: probe.implausible_value says why
+            return [Finding("driver.ok", Severity.INFO, "driver",
+                            f"Driver loaded ({gpus}), but NVML's version answer was implausible: version checks skipped",
+                            evidence=dict(ev, nvml_driver_version=typed.driver_version,
+                                          nvml_cuda_driver_version=typed.cuda_driver_version))]
         return [Finding("driver.ok", Severity.OK, "driver",
-                        f"Driver {nvml.get('driver_version')} loaded (supports CUDA ≤ {nvml.get('cuda_driver_version')}), "
-                        f"{len(g)} GPU{'s' if len(g) != 1 else ''}",
+                        f"Driver {typed.driver_version} loaded (supports CUDA ≤ {typed.cuda_driver_version}), {gpus}",
                         evidence=dict(ev, kernel_module_flavor=(km or {}).get("flavor")))]
     if reason == "binding_missing":
         return [Finding("library.not_found", Severity.WARN, "driver", "nvidia-ml-py is not installed: NVML facts unavailable",
@@ -84,8 +90,8 @@ def driver_mismatch(facts, ctx):
     """Kernel module and user-space library of different versions: NVML says 'Driver/library version mismatch'."""
     drv = facts["driver"]
     nvml = drv.get("nvml") or {}
-    km = (drv.get("kernel_module") or {}).get("version")
-    us = drv.get("user_space_version")
+    typed = facts.driver()  # versions validated at parse: an implausible one is None here, never a mismatch
+    km, us = typed.kernel_module_version, typed.user_space_version
     if nvml.get("reason") != "version_mismatch" and not (km and us and km != us):
         return []
     return [Finding(

@@ -1,0 +1,175 @@
+"""Facts are typed and validated where they are parsed (issue 24 item 4): an implausible driver version, CUDA
+version or compute capability is a probe error in the report (``probe.implausible_value``), never an input to
+a version rule.
+
+The NVML path is real end to end: the real NVML worker (nvidia-ml-py) loads a FAKE libnvidia-ml.so.1 built here
+with gcc (no real NVML on this machine answers past nvmlInit), the driver probe parses it, and
+``gpudoctor check --json`` runs in a subprocess. The CUDA path gets a FAKE worker answer (a real libcuda that
+answers 0 cannot be had here) through the real cuda probe."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from gpudoctor.probes import cuda, driver
+from gpudoctor.probes import facts as typed
+from tests.conftest import by_id, ctx, judge, need
+
+VERSION_RULES = ("driver.version_mismatch", "driver.too_old", "framework.cuda_mismatch", "driver.minor_version_compat",
+                 "driver.runtimes_ok", "driver.ptx_too_new", "arch.binary_missing", "arch.binary_ok")
+
+FAKE_NVML_C = r"""
+/* FAKE libnvidia-ml.so.1 for tests: a damaged NVML that initialises and answers garbage versions. */
+#include <string.h>
+typedef struct { unsigned long long total, free, used; } mem_t;
+int nvmlInitWithFlags(unsigned f) { return 0; }
+int nvmlInit_v2(void) { return 0; }
+int nvmlShutdown(void) { return 0; }
+const char *nvmlErrorString(int r) { return "FAKE error"; }
+int nvmlSystemGetDriverVersion(char *b, unsigned n) { strncpy(b, "1", n); return 0; }
+int nvmlSystemGetNVMLVersion(char *b, unsigned n) { strncpy(b, "13.1", n); return 0; }
+int nvmlSystemGetCudaDriverVersion(int *v) { *v = 99990; return 0; }
+int nvmlSystemGetCudaDriverVersion_v2(int *v) { *v = 99990; return 0; }
+int nvmlDeviceGetCount_v2(unsigned *c) { *c = 1; return 0; }
+int nvmlDeviceGetHandleByIndex_v2(unsigned i, void **h) { *h = (void *)0x1000; return 0; }
+int nvmlDeviceGetName(void *h, char *b, unsigned n) { strncpy(b, "NVIDIA FAKE H100", n); return 0; }
+int nvmlDeviceGetUUID(void *h, char *b, unsigned n) { strncpy(b, "GPU-0f0e0d0c-0b0a-0908-0706-050403020100", n); return 0; }
+int nvmlDeviceGetCudaComputeCapability(void *h, int *ma, int *mi) { *ma = 99; *mi = 9; return 0; }
+int nvmlDeviceGetMemoryInfo(void *h, mem_t *m) { m->total = 85ULL << 30; m->free = m->total; m->used = 0; return 0; }
+/* No process on the GPU (pynvml's unversioned calls need these exact names). */
+int nvmlDeviceGetComputeRunningProcesses_v3(void *h, unsigned *n, void *p) { *n = 0; return 0; }
+int nvmlDeviceGetGraphicsRunningProcesses_v3(void *h, unsigned *n, void *p) { *n = 0; return 0; }
+int nvmlDeviceGetMPSComputeRunningProcesses_v3(void *h, unsigned *n, void *p) { *n = 0; return 0; }
+"""
+
+
+# --- the validators -------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("good", ["580.95.05", "535.183.01", "384.111", "540.4.0", "581.15"])
+def test_nvidia_driver_versions_pass(good):
+    assert typed.driver_version(good) == good
+
+
+@pytest.mark.parametrize("bad", ["1", "", "0.0", "12.4", "1000.1.1", "580", "580.95.05.1", "580.95.x", None, 580])
+def test_implausible_driver_versions_are_rejected(bad):
+    with pytest.raises(typed.Implausible):
+        typed.driver_version(bad)
+
+
+def test_cuda_versions_and_compute_capabilities():
+    assert typed.cuda_version(13000) == "13.0" and typed.cuda_version("12.2") == "12.2"
+    assert typed.compute_capability((9, 0)) == "9.0" and typed.compute_capability("12.1") == "12.1"
+    for bad in (0, "0.0", "21.0", 99990, 13005, "13", True):
+        with pytest.raises(typed.Implausible):
+            typed.cuda_version(bad)
+    for bad in ("0.0", "99.9", (0, 0), "9.10", "sm_90"):
+        with pytest.raises(typed.Implausible):
+            typed.compute_capability(bad)
+
+
+def test_a_rejected_value_is_a_problem_record_naming_its_source():
+    origin = typed.Origin("/opt/x/libnvidia-ml.so.1", "the NVML worker")
+    snap = typed.NvmlSnapshot.parse({"status": "ok", "driver_version": "1", "cuda_driver_version": "13.0",
+                                     "nvml_version": "13.580.95.05", "gpus": [], "pairs": []}, origin)
+    assert snap.driver_version is None and snap.cuda_driver_version == "13.0"
+    (rec,) = snap.rejected
+    assert rec["path"] == "/opt/x/libnvidia-ml.so.1" and rec["value"] == "1" and rec["call"] == "nvmlSystemGetDriverVersion"
+    d = snap.to_dict()  # today's JSON shape, untyped keys kept
+    assert d["pairs"] == [] and d["driver_version"] is None and d["problems"] == [rec]
+
+
+# --- the real NVML worker on a FAKE damaged libnvidia-ml ------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def fake_nvml_dir(tmp_path_factory):
+    need(shutil.which("gcc") is not None, "gcc")
+    d = tmp_path_factory.mktemp("FAKE_nvml")
+    (d / "fake_nvml.c").write_text(FAKE_NVML_C)
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(d / "libnvidia-ml.so.1"), str(d / "fake_nvml.c"),
+                    "-Wl,-soname,libnvidia-ml.so.1"], check=True)
+    return str(d)
+
+
+def _env_with(fake_dir):
+    return {"LD_LIBRARY_PATH": fake_dir}
+
+
+def test_ground_truth_pynvml_reads_the_garbage_too(fake_nvml_dir):
+    env = dict(os.environ, LD_LIBRARY_PATH=fake_nvml_dir)
+    out = subprocess.run([sys.executable, "-c", "import pynvml; pynvml.nvmlInit(); print(pynvml.nvmlSystemGetDriverVersion())"],
+                         env=env, capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "1", out.stderr
+
+
+def test_the_driver_probe_rejects_what_the_fake_nvml_says(fake_nvml_dir):
+    facts = driver.probe(ctx(**_env_with(fake_nvml_dir)))
+    nvml = facts["nvml"]
+    assert nvml["status"] == "ok" and nvml["driver_version"] is None and nvml["cuda_driver_version"] is None
+    assert nvml["nvml_version"] is None
+    (gpu,) = nvml["gpus"]
+    assert gpu["compute_capability"] is None and gpu["name"] == "NVIDIA FAKE H100"  # plausible values stay
+    assert gpu["memory_total_mib"] == 85 * 1024
+    rejected = {r["call"]: r for r in nvml["problems"] if r["kind"] == "implausible"}
+    assert set(rejected) == {"nvmlSystemGetDriverVersion", "nvmlSystemGetCudaDriverVersion", "nvmlSystemGetNVMLVersion",
+                             "nvmlDeviceGetCudaComputeCapability(GPU 0)"}
+    assert rejected["nvmlSystemGetDriverVersion"]["path"] == os.path.join(fake_nvml_dir, "libnvidia-ml.so.1")
+    assert rejected["nvmlDeviceGetCudaComputeCapability(GPU 0)"]["value"] == "99.9"
+    # The fake's file name says only its soname: no user-space version "1" to compare with the kernel module.
+    assert facts["user_space_version"] is None
+
+
+def test_check_reports_a_probe_error_and_no_version_finding_on_the_garbage(fake_nvml_dir, tmp_path):
+    out = tmp_path / "report.json"
+    env = dict(os.environ, LD_LIBRARY_PATH=fake_nvml_dir, XDG_CACHE_HOME=str(tmp_path / "cache"))
+    subprocess.run([sys.executable, "-m", "gpudoctor", "check", "--json", "--timeout", "60", "-o", str(out)],
+                   env=env, capture_output=True, text=True, timeout=180)
+    report = json.loads(out.read_text())
+    (f,) = [f for f in report["findings"] if f["id"] == "probe.implausible_value"]  # one per file that answered
+    rejected = {r["call"]: r["value"] for r in f["evidence"]["rejected"]}
+    assert rejected["nvmlSystemGetDriverVersion"] == "1" and rejected["nvmlDeviceGetCudaComputeCapability(GPU 0)"] == "99.9"
+    assert f["severity"] == "fail" and fake_nvml_dir in f["title"] and "'1'" in f["title"]
+    assert any("LD_LIBRARY_PATH" in fx["summary"] for fx in f["fixes"])
+    for g in report["findings"]:
+        assert not (g["id"] in VERSION_RULES and ("Driver 1 " in g["title"] or "driver 1 " in g["title"]
+                                                  or "99.9" in g["title"] or "sm_999" in g["title"])), g
+    assert not [g for g in report["findings"] if g["id"] == "driver.version_mismatch"]
+    assert not [g for g in report["findings"] if g["id"] == "tool.failed" and fake_nvml_dir in g["title"]]  # one finding, not two
+
+
+# --- the cuda probe on a FAKE worker answer -------------------------------------------------------------------
+
+def _fake_cuda_answer(driver_int, cc):
+    """FAKE: what the CUDA worker prints, with the values a damaged libcuda would give."""
+    return {"bindings_version": "13.4.4", "cuDriverGetVersion": {"result": "CUDA_SUCCESS", "value": driver_int},
+            "cuInit": {"result": "CUDA_SUCCESS", "seconds": 0.1}, "device_count": 1,
+            "devices": [{"ordinal": 0, "name": "NVIDIA H100 80GB HBM3", "compute_capability": cc,
+                         "memory_total_mib": 81079, "uuid": "GPU-0f0e0d0c-0b0a-0908-0706-050403020100"}],
+            "cudaRuntimeGetVersion": {"result": "cudaSuccess", "value": 13000},
+            "cudaGetDeviceCount": {"result": "cudaSuccess", "value": 1}}
+
+
+def test_the_cuda_probe_rejects_cuda_0_0_and_cc_0_0(monkeypatch):
+    monkeypatch.setattr(cuda, "run_worker", lambda c, task, *a, **k: _fake_cuda_answer(0, "0.0"))
+    facts = cuda.probe(ctx())
+    assert facts["driver_cuda_version"] is None and facts["runtime_version"] == "13.0"
+    assert facts["api"]["devices"][0]["compute_capability"] is None
+    assert facts["api"]["devices"][0]["name"] == "NVIDIA H100 80GB HBM3"
+    assert facts["api"]["cuDriverGetVersion"] == {"result": "CUDA_SUCCESS", "value": 0}  # the raw answer stays as evidence
+    calls = {r["call"]: r["value"] for r in facts["problems"]}
+    assert calls == {"cuDriverGetVersion": "0", "cuDeviceGetAttribute(COMPUTE_CAPABILITY, 0)": "0.0"}
+    findings = judge({"cuda": facts, "driver": {}})
+    (f,) = by_id(findings, "probe.implausible_value")
+    assert {r["call"] for r in f.evidence["rejected"]} == set(calls)
+    assert not [f for f in findings if f.id in VERSION_RULES]
+
+
+def test_a_plausible_cuda_answer_passes_unchanged(monkeypatch):
+    monkeypatch.setattr(cuda, "run_worker", lambda c, task, *a, **k: _fake_cuda_answer(13000, "9.0"))
+    facts = cuda.probe(ctx())
+    assert facts["driver_cuda_version"] == "13.0" and facts["api"]["devices"][0]["compute_capability"] == "9.0"
+    assert "problems" not in facts
