@@ -4,12 +4,15 @@ explain a failure (compiler too new, arch unsupported, another toolkit's ptxas).
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
+import shutil
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from gpudoctor.process import differential
 from gpudoctor.process.cache import Cache, file_identity
 from gpudoctor.probes import toolkit as toolkit_probe
 from gpudoctor.probes.driver import nvml_snapshot
@@ -19,33 +22,167 @@ SOURCE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))
 
 
 #: Bump when the way the smoke binary is built changes (invalidates every cached build).
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2
+
+#: Variables left out of the build's cache key; the key holds every other one (a list of those that
+#: matter would miss one: CPLUS_INCLUDE_PATH, GCC_EXEC_PREFIX, COMPILER_PATH, a tool's own variable).
+#: Each one here is read by no compiler for what it builds, only by shells, terminals and sessions:
+IGNORED_ENV = {
+    "PWD": "the build runs in its own temporary dir; gcc's getpwd() trusts $PWD only when it names that dir",
+    "OLDPWD": "the shell's previous directory (cd -)",
+    "SHLVL": "the shell's nesting depth",
+    "_": "the shell's last command",
+    "TERM": "diagnostics' colour only (gcc -fdiagnostics-color=auto); a binary is cached only after a clean build",
+    "COLORTERM": "as TERM",
+    "COLUMNS": "diagnostics' line width only",
+    "LINES": "the terminal's height",
+    "LS_COLORS": "ls(1)'s colours",
+    "DISPLAY": "the X server",
+    "WAYLAND_DISPLAY": "the Wayland compositor",
+    "XAUTHORITY": "the X server's cookie file",
+    "DBUS_SESSION_BUS_ADDRESS": "the desktop session's message bus",
+    "XDG_SESSION_ID": "the login session's id",
+    "XDG_CACHE_HOME": "where this cache lives (gpudoctor reads it; nvcc and gcc do not)",
+    "MAIL": "the user's mailbox",
+    "TMUX": "the tmux server of the terminal", "TMUX_PANE": "the tmux pane", "STY": "the screen session",
+    "WINDOW": "the screen window", "GPG_TTY": "the terminal gpg-agent prompts on",
+}
+#: Prefixes of per-login session ids (SSH_CLIENT, SSH_CONNECTION, SSH_TTY, SSH_AUTH_SOCK): the ssh session, never read by a compiler.
+IGNORED_PREFIXES = ("SSH_",)
 
 
-def cache_inputs(tk: dict, arch, env) -> dict:
-    """What the smoke binary is a pure function of: the nvcc (file identity), the host compiler it
-    runs (path, version, file identity), the NVCC_* variables that add flags or pick the compiler,
-    the kernel source, the target arch. Any change is a new cache key, so a stale binary is never run."""
-    host = dict(tk.get("host_compiler") or {})
+def env_key(env) -> str:
+    """SHA-256 of the environment less :data:`IGNORED_ENV` / :data:`IGNORED_PREFIXES` (a hash: values may be secrets)."""
+    kept = {k: v for k, v in env.items() if k not in IGNORED_ENV and not k.startswith(IGNORED_PREFIXES)}
+    return hashlib.sha256(json.dumps(kept, sort_keys=True).encode()).hexdigest()
+
+
+def _identities(paths) -> dict:
+    out = {}
+    for p in paths:
+        try:
+            out[p] = file_identity(p)
+        except OSError:
+            out[p] = None
+    return out
+
+
+def _dir_files(d: str, suffix: str = "") -> list:
     try:
-        host_id = file_identity(host["path"]) if host.get("path") else None
+        return [os.path.join(d, n) for n in sorted(os.listdir(d)) if n.endswith(suffix)]
     except OSError:
-        host_id = None
+        return []
+
+
+def _mtimes(dirs) -> dict:
+    out = {}
+    for d in dirs:
+        try:
+            out[d] = os.stat(d).st_mtime_ns
+        except OSError:
+            out[d] = None
+    return out
+
+
+def toolkit_files(tk: dict) -> dict:
+    """Identity of every toolkit file a build reads that can change: nvcc, nvcc.profile and the other tools
+    of bin/ (cudafe++, ptxas, fatbinary, nvlink), nvvm/bin (cicc) and nvvm/libdevice, the static libraries
+    linked in (libcudart_static.a), the ptxas nvcc would run (when another toolkit's), the include dir's mtime
+    (a header added or replaced by rename changes it). Stats only (~60 files, well under a millisecond)."""
+    home = tk.get("home") or os.path.dirname(os.path.dirname(os.path.realpath(tk["nvcc"])))
+    files = [tk["nvcc"]] + _dir_files(os.path.join(home, "bin")) + _dir_files(os.path.join(home, "nvvm", "bin")) \
+        + _dir_files(os.path.join(home, "nvvm", "libdevice"))
+    for lib in ("lib64", "lib", os.path.join("targets", "x86_64-linux", "lib"), os.path.join("targets", "sbsa-linux", "lib")):
+        files += _dir_files(os.path.join(home, lib), ".a")
+    ptxas = (tk.get("ptxas") or {}).get("path")
+    if ptxas:
+        files.append(ptxas)
+    inc = [d for d in (tk.get("include_dir"), os.path.join(home, "include")) if d]
+    return {"files": _identities([f for f in dict.fromkeys(files) if os.path.isfile(f)]), "include_dirs": _mtimes(inc)}
+
+
+def _parse_search_dirs(text: str) -> dict:
+    out = {}
+    for line in text.splitlines():
+        name, _, rest = line.partition(": ")
+        if name in ("programs", "libraries"):
+            out[name] = [d for d in rest.lstrip("=").split(os.pathsep) if d]
+    return out
+
+
+def _parse_include_dirs(text: str) -> list:
+    inside, out = False, []
+    for line in text.splitlines():
+        if line.startswith("#include") and "search starts here" in line:
+            inside = True
+        elif line.startswith("End of search list"):
+            break
+        elif inside and line.startswith(" "):
+            out.append(line.strip().split(" (")[0])
+    return out
+
+
+#: The host compiler's own programs a build runs (gcc -E runs cc1, g++ cc1plus; then as; collect2 runs ld).
+HOST_PROGRAMS = ("cc1", "cc1plus", "as", "collect2", "ld", "lto-wrapper")
+
+
+def _host_lookup(host: str, env, timeout: float) -> dict:
+    """Where the host compiler finds its programs and headers (``-print-search-dirs``, ``-E -v``): two
+    commands, so the result is cached under the compiler's identity and the environment (:func:`host_files`)."""
+    dirs = run([host, "-print-search-dirs"], timeout=timeout, env=env)
+    inc = run([host, "-xc++", "-E", "-v", "-"], timeout=timeout, env=env, input_text="")
+    if not dirs.ok or not inc.ok:
+        return {}
+    search = _parse_search_dirs(dirs.stdout)
+    path = env.get("PATH", os.defpath)
+    programs = {}
+    for name in HOST_PROGRAMS:  # gcc looks in its program dirs first, then on PATH
+        found = next((os.path.join(d, name) for d in search.get("programs", ()) if os.path.isfile(os.path.join(d, name))), None)
+        programs[name] = found or shutil.which(name, path=path)
+    return {"programs": programs, "include_dirs": _parse_include_dirs(inc.stderr),
+            "library_dirs": [os.path.normpath(d) for d in search.get("libraries", ())]}
+
+
+def host_files(host_path, env, cache: Cache = None, timeout: float = 10.0) -> dict:
+    """Identity of the host compiler nvcc runs, of its internal programs (cc1plus, as, collect2, ld) and the
+    mtimes of its include and library dirs. Finding those takes two commands: their answer is kept in the
+    cache under the compiler's identity and :func:`env_key`, so a warm check only stats files."""
+    if not host_path:
+        return {}
+    try:
+        ident = file_identity(host_path)
+    except OSError:
+        return {"compiler": None}
+    where = {"lookup": "host-programs", "format": CACHE_FORMAT, "compiler": ident, "env": env_key(env)}
+    found = cache.get_json(where) if cache is not None else None
+    if not isinstance(found, dict) or not found:
+        found = _host_lookup(host_path, env, timeout)
+        if found and cache is not None:
+            cache.put_json(where, found)
+    progs = {k: v for k, v in (found.get("programs") or {}).items() if v}
+    return {"compiler": ident, "programs": _identities(sorted(set(progs.values()))), "found": bool(found),
+            "include_dirs": _mtimes(found.get("include_dirs") or ()), "library_dirs": _mtimes(found.get("library_dirs") or ())}
+
+
+def cache_inputs(tk: dict, arch, env, cache: Cache = None, timeout: float = 10.0) -> dict:
+    """What the smoke binary is a pure function of: the whole environment less :data:`IGNORED_ENV`
+    (:func:`env_key`); every toolkit file a build reads (:func:`toolkit_files`); the host compiler, its
+    programs and its header/library dirs (:func:`host_files`); the kernel source; the target arch. Any
+    change is a new cache key, so a stale binary is never run."""
+    host = dict(tk.get("host_compiler") or {})
     with open(SOURCE, "rb") as fh:
         source = hashlib.sha256(fh.read()).hexdigest()
-    return {"format": CACHE_FORMAT, "nvcc": file_identity(tk["nvcc"]), "release": tk.get("release"),
-            "host_compiler": {"path": host.get("path"), "version": host.get("version"), "file": host_id},
-            "nvcc_env": {k: env.get(k) for k in ("NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS", "NVCC_CCBIN") if env.get(k)},
+    return {"format": CACHE_FORMAT, "release": tk.get("release"), "env": env_key(env), "toolkit": toolkit_files(tk),
+            "host_compiler": dict(host_files(host.get("path"), env, cache, timeout), path=host.get("path"),
+                                  version=host.get("version_seen_by_nvcc")),
             "source_sha256": source, "arch": arch}
 
 
 def early_inputs(env) -> dict:
     """What a check knows before any probe ran: the nvcc and host compilers first on PATH (or named by
-    NVCC_CCBIN / -ccbin), the NVCC_* variables, the kernel source. A hint only: the cached binary it
+    NVCC_CCBIN), the environment (:func:`env_key`), the kernel source. A hint only: the cached binary it
     points at is started early (:func:`prestart`), and adopted only if the full :func:`cache_inputs`
     lead to the same entry."""
-    import shutil
-
     path = env.get("PATH", os.defpath)
     ids = {}
     for tool in ("nvcc", "gcc", "g++", env.get("NVCC_CCBIN") or ""):
@@ -56,13 +193,10 @@ def early_inputs(env) -> dict:
             ids[tool] = None
     with open(SOURCE, "rb") as fh:
         source = hashlib.sha256(fh.read()).hexdigest()
-    return {"format": CACHE_FORMAT, "tools": ids, "source_sha256": source,
-            "nvcc_env": {k: env.get(k) for k in ("NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS", "NVCC_CCBIN") if env.get(k)}}
+    return {"format": CACHE_FORMAT, "tools": ids, "source_sha256": source, "env": env_key(env)}
 
 
 def _first_on_path(nvcc: str, env) -> bool:
-    import shutil
-
     found = shutil.which("nvcc", path=env.get("PATH", os.defpath))
     return bool(found) and os.path.realpath(found) == os.path.realpath(nvcc)
 
@@ -85,17 +219,13 @@ def prestart(env, cache: Cache) -> None:
 
 
 def discard_prestarted() -> None:
-    import shutil
-
     for started, tmp in list(_early.values()):
         started.kill()
         shutil.rmtree(tmp, ignore_errors=True)
     _early.clear()
 
 
-def _run_binary(exe: str, env, timeout: float, early_key: str = None) -> dict:
-    import shutil
-
+def _run_binary(exe: str, env, timeout: float, early_key: str = None, label: str = "smoke binary") -> dict:
     early = _early.pop(early_key, None) if early_key else None
     t0 = time.perf_counter()
     if early is not None:  # started at the beginning of the check: its time counts from then
@@ -107,19 +237,34 @@ def _run_binary(exe: str, env, timeout: float, early_key: str = None) -> dict:
         with tempfile.TemporaryDirectory(prefix="gpudoctor-smoke-run-") as tmp:
             r = run([exe], timeout=timeout, env=lean_context_env(env), cwd=tmp)
         seconds = time.perf_counter() - t0
-    return {"ok": r.ok and "GPUDOCTOR_SMOKE_OK" in r.stdout, "output": r.output[-2000:],
-            "returncode": r.returncode, "error": r.error, "seconds": round(seconds, 3)}
+    out = {"ok": _smoke_ok(r), "output": r.output[-2000:],
+           "returncode": r.returncode, "error": r.error, "seconds": round(seconds, 3)}
+    if not out["ok"] and differential.worth_rerunning(r):  # did the environment make it fail? (never on a pass)
+        step = differential.command_step([exe], _rerun_timeout(timeout, seconds), passed=_smoke_ok,
+                                         in_temp_dir=True, env_for=lean_context_env)
+        out["differential"] = differential.explain_failure(step, env, label=label, paths=[exe], command=exe)
+    return out
+
+
+def _smoke_ok(r) -> bool:
+    return r.ok and "GPUDOCTOR_SMOKE_OK" in r.stdout
+
+
+def _rerun_timeout(timeout: float, seconds: float) -> float:
+    """A rerun's timeout: a few times what the failed run took (a rerun that hangs says nothing), within ``timeout``."""
+    return min(timeout, max(10.0, 4 * (seconds or 0)))
 
 
 def _build_and_run(tk: dict, arch, gpu_present: bool, env, timeout: float, extra=(), cache: Cache = None) -> dict:
     args = [tk["nvcc"], SOURCE, "-o", None] + (["-arch", arch] if arch else []) + list(extra)
-    inputs = cache_inputs(tk, arch, env) if cache is not None and not extra else None
+    inputs = cache_inputs(tk, arch, env, cache, min(timeout, 10.0)) if cache is not None and not extra else None
+    what = f"the nvcc {tk.get('release') or ''} smoke".replace("  ", " ")
     hit = cache.get_files(inputs) if inputs is not None else None
     if hit is not None:  # built before from the same inputs: only the driver/GPU path is tested again
         shown = [("vector_add.cu" if a == SOURCE else "smoke" if a is None else a) for a in args]
         out = {"command": " ".join(shown), "compile_ok": True, "compile_seconds": 0.0, "compile_output": "",
                "compile_error": None, "cached": {"dir": hit["dir"], "built": hit.get("created")}}
-        out["run"] = (_run_binary(hit["files"]["smoke"], env, timeout, early_key=hit["key"]) if gpu_present
+        out["run"] = (_run_binary(hit["files"]["smoke"], env, timeout, early_key=hit["key"], label=f"{what} binary's run") if gpu_present
                       else {"skipped": "no GPU visible to NVML"})
         return out
     with tempfile.TemporaryDirectory(prefix="gpudoctor-smoke-") as tmp:
@@ -132,6 +277,11 @@ def _build_and_run(tk: dict, arch, gpu_present: bool, env, timeout: float, extra
                "compile_ok": res.ok, "compile_seconds": round(time.perf_counter() - t0, 3),
                "compile_output": res.output[-3000:], "compile_error": res.error}
         if not res.ok:
+            if not extra and differential.worth_rerunning(res):  # did the environment make it fail?
+                rel = [("smoke" if a == exe else a) for a in args]  # each rerun writes ./smoke in its own dir
+                step = differential.command_step(rel, _rerun_timeout(timeout, res.seconds), in_temp_dir=True)
+                out["differential"] = differential.explain_failure(step, env, label=f"{what} build",
+                                                                   paths=[tk["nvcc"]], command=out["command"])
             return out
         if inputs is not None and cache.enabled:
             stored = cache.put_files(inputs, {"smoke": exe})
@@ -141,7 +291,7 @@ def _build_and_run(tk: dict, arch, gpu_present: bool, env, timeout: float, extra
         if not gpu_present:
             out["run"] = {"skipped": "no GPU visible to NVML"}
             return out
-        out["run"] = _run_binary(exe, env, timeout)
+        out["run"] = _run_binary(exe, env, timeout, label=f"{what} binary's run")
         return out
 
 

@@ -19,6 +19,7 @@ from gpudoctor.formats import compilers as compilers_fmt
 
 from gpudoctor.formats import nvcc as nvcc_fmt
 from gpudoctor.formats.nvcc import parse_dryrun  # noqa: F401 - probes/tests use them here
+from gpudoctor.process import differential
 from gpudoctor.process.problems import read_text
 from gpudoctor.process.subproc import run
 
@@ -90,6 +91,11 @@ def _note(problems, rec) -> None:
         problems.append(rec)
 
 
+def _says_release(result) -> bool:
+    parsed = nvcc_fmt.parse_nvcc_version(result.stdout) if result.ok else None
+    return bool(parsed and parsed.get("release"))
+
+
 def describe_nvcc(path: str, via: str, env, timeout: float) -> dict:
     """What one nvcc says of itself and would run. Every command or file that fails is a record in
     ``facts["problems"]`` (see :mod:`gpudoctor.process.problems`); ``errors`` keeps the one-line summaries."""
@@ -110,6 +116,10 @@ def describe_nvcc(path: str, via: str, env, timeout: float) -> dict:
         rec = ver.problem(unparsable='CUDA release ("Cuda compilation tools, release X.Y")')
         _note(problems, rec)
         facts["errors"].append(rec["what"] if rec else "nvcc --version printed no release")
+        if differential.worth_rerunning(ver):  # did the environment make it fail? (never paid by a working nvcc)
+            step = differential.command_step([path, "--version"], timeout, passed=_says_release)
+            facts["differential"] = differential.explain_failure(step, env, label="nvcc --version", paths=[path],
+                                                                 command=f"{path} --version")
         return facts
     facts.update(parsed_version)
     parsed = parse_dryrun(dry.output)
