@@ -56,7 +56,7 @@ class RuleContext:
 def _rules() -> List[Callable]:
     from gpudoctor.rules import loader
     from gpudoctor.rules import (
-        cuda, devices, driver, engine, environment, frameworks, libraries, multigpu, platform, policy, sharing, smoke, toolkit,
+        cuda, devices, differential, driver, engine, environment, frameworks, libraries, multigpu, platform, policy, sharing, smoke, toolkit,
     )
     from gpudoctor.rules.implausible import implausible_values
 
@@ -76,6 +76,7 @@ def _rules() -> List[Callable]:
         environment.ld_library_path, environment.cuda_home,
         platform.wsl_driver, platform.container,
         smoke.nvrtc_smoke, smoke.nvcc_smoke, smoke.tensorrt_smoke, multigpu.p2p_smoke,
+        differential.environment_breaks_step,
         policy.requirements,
         implausible_values,
         probe_failures,
