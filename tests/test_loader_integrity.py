@@ -1,0 +1,239 @@
+"""Loader integrity (issue 24 item 3): the file the dynamic loader picks, checked against what it really is.
+
+Every damaged file here is a real library of this machine, copied and then damaged (cut short, replaced by
+a Git LFS pointer made from its own hash and size, emptied); the 32-bit library is assembled from source with
+binutils (`as --32`, `ld -m elf_i386`): this machine has no 32-bit libc to link against. Where the loader's
+pick matters, the real ld.so answers first (a child loads the library and reads /proc/self/maps)."""
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import need
+from gpudoctor.formats import elf_check
+from gpudoctor.probes import loader as loader_probe
+from gpudoctor.probes.libfind import LibraryIndex
+
+ROOT = Path(__file__).resolve().parents[1]
+NVML = "/usr/lib/x86_64-linux-gnu/nvidia/current/libnvidia-ml.so.1"  # Debian's libnvidia-ml1 (driver 535)
+CUDA = "/usr/lib/x86_64-linux-gnu/nvidia/current/libcuda.so.1"
+
+
+def real_copy(src: str, dest: Path) -> Path:
+    need(os.path.isfile(src), src)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(os.path.realpath(src), dest)
+    return dest
+
+
+def truncated(src: str, dest: Path, fraction: float = 0.5) -> Path:
+    real_copy(src, dest)
+    os.truncate(dest, int(os.path.getsize(dest) * fraction))
+    return dest
+
+
+def lfs_pointer(src: str, dest: Path) -> Path:
+    """What `git clone` without `git lfs pull` leaves in place of ``src`` (the Git LFS pointer format, v1)."""
+    need(os.path.isfile(src), src)
+    data = Path(os.path.realpath(src)).read_bytes()
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_text(f"version https://git-lfs.github.com/spec/v1\noid sha256:{hashlib.sha256(data).hexdigest()}\n"
+                    f"size {len(data)}\n")
+    return dest
+
+
+def i386_library(dest: Path, soname: str) -> Path:
+    """A real 32-bit i386 shared library with ``soname``, assembled and linked with binutils."""
+    need(shutil.which("as") and shutil.which("ld"), "binutils (as, ld)")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    src = dest.parent / "f.s"
+    src.write_text(".globl f\n.type f,@function\nf:\n movl $1,%eax\n ret\n")
+    subprocess.run(["as", "--32", "-o", str(dest) + ".o", str(src)], check=True)
+    subprocess.run(["ld", "-m", "elf_i386", "-shared", "-soname", soname, "-o", str(dest), str(dest) + ".o"], check=True)
+    os.unlink(str(dest) + ".o")
+    src.unlink()
+    return dest
+
+
+def loaded_by_ld_so(target: str, fragment: str, env: dict) -> str:
+    """Ground truth: the file of ``fragment`` the real loader maps when a child dlopens ``target``."""
+    code = ("import ctypes, sys; ctypes.CDLL(sys.argv[1]); "
+            "print(next(l.split()[-1] for l in open('/proc/self/maps') if sys.argv[2] in l.split()[-1]))")
+    res = subprocess.run([sys.executable, "-c", code, target, fragment], env=env, capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr[-1500:]
+    return res.stdout.strip()
+
+
+# ----- what a file is -----------------------------------------------------------------------------------------
+
+def test_elf_check_names_what_a_library_file_really_is(tmp_path):
+    need(os.path.isfile(NVML), NVML)
+    good = elf_check.check_file(NVML)
+    assert (good["kind"], good["elf_class"], good["machine"], good["truncated"]) == ("elf", 64, "x86-64", False)
+    assert good["soname"] == "libnvidia-ml.so.1" and good["needs_bytes"] == os.path.getsize(os.path.realpath(NVML))
+
+    cut = elf_check.check_file(str(truncated(NVML, tmp_path / "cut.so")))
+    assert cut["kind"] == "elf" and cut["truncated"] and cut["needs_bytes"] == good["size"] > cut["size"]
+    assert "cut short" in elf_check.what_it_is(cut)
+
+    header_only = tmp_path / "header.so"
+    header_only.write_bytes(Path(os.path.realpath(NVML)).read_bytes()[:40])
+    assert elf_check.check_file(str(header_only))["truncated"]
+
+    lfs = elf_check.check_file(str(lfs_pointer(NVML, tmp_path / "lfs.so")))
+    assert lfs["kind"] == "git_lfs_pointer" and lfs["lfs_size"] == good["size"]
+    assert elf_check.what_it_is(lfs).startswith("a Git LFS pointer")
+
+    (tmp_path / "empty.so").write_bytes(b"")
+    (tmp_path / "page.so").write_text("<!DOCTYPE html>\n<html><head><title>404 Not Found</title></head></html>\n")
+    (tmp_path / "zeros.so").write_bytes(b"\0" * 8192)
+    (tmp_path / "note.so").write_text("placeholder: download the driver from nvidia.com\n")
+    kinds = {n: elf_check.check_file(str(tmp_path / n)) for n in ("empty.so", "page.so", "zeros.so", "note.so")}
+    assert [kinds[n]["kind"] for n in ("empty.so", "page.so", "zeros.so", "note.so")] == ["empty", "html", "zeros", "text"]
+    assert kinds["page.so"]["title"] == "404 Not Found"
+    assert elf_check.check_file("/usr/lib/x86_64-linux-gnu/libc.so")["kind"] == "linker_script"  # glibc's own
+
+    foreign = elf_check.check_file(str(i386_library(tmp_path / "i386.so", "libnvidia-ml.so.1")))
+    assert (foreign["kind"], foreign["elf_class"], foreign["machine"], foreign["truncated"]) == ("elf", 32, "i386", False)
+
+
+# ----- which file the loader picks, against the real loader ----------------------------------------------------
+
+def _env(**kw) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in ("LD_LIBRARY_PATH", "LD_PRELOAD")}
+    env.update(kw)
+    return env
+
+
+def test_loader_trace_agrees_with_ld_so_on_ld_library_path_and_foreign_class(tmp_path):
+    need(os.path.isfile(NVML), NVML)
+    mine = real_copy(NVML, tmp_path / "mine" / "libnvidia-ml.so.1")
+    foreign = i386_library(tmp_path / "i386" / "libnvidia-ml.so.1", "libnvidia-ml.so.1")
+    env = _env(LD_LIBRARY_PATH=f"{foreign.parent}:{mine.parent}")
+    trace = LibraryIndex(env).loader_trace("libnvidia-ml.so.1")
+    assert trace["path"] == str(mine) == loaded_by_ld_so("libnvidia-ml.so.1", "libnvidia-ml", env)
+    assert trace["via"] == "LD_LIBRARY_PATH" and trace["entry"] == str(mine.parent)
+    assert trace["skipped"] == [{"path": str(foreign), "via": "LD_LIBRARY_PATH", "entry": str(foreign.parent),
+                                 "elf_class": 32, "machine": "i386"}]
+
+
+@pytest.mark.parametrize("tag", ["rpath", "runpath"])
+def test_loader_trace_follows_the_loading_objects_rpath_and_runpath(tmp_path, tag):
+    """DT_RPATH is searched before LD_LIBRARY_PATH, DT_RUNPATH after it (ld.so(8)); $ORIGIN is the object's dir."""
+    need(os.path.isfile(NVML) and shutil.which("gcc"), "gcc and Debian's libnvidia-ml1")
+    beside = real_copy(NVML, tmp_path / "app" / "sub" / "libnvidia-ml.so.1")
+    on_path = real_copy(NVML, tmp_path / "llp" / "libnvidia-ml.so.1")
+    src = tmp_path / "app" / "user.c"
+    src.write_text("int nvmlInit_v2(void);\nint user(void) { return nvmlInit_v2(); }\n")
+    lib = tmp_path / "app" / "libuser.so"
+    dtags = "--disable-new-dtags" if tag == "rpath" else "--enable-new-dtags"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(lib), str(src), f"-L{beside.parent}", "-l:libnvidia-ml.so.1",
+                    "-Wl,-rpath,$ORIGIN/sub", f"-Wl,{dtags}"], check=True)
+    env = _env(LD_LIBRARY_PATH=str(on_path.parent))
+    trace = LibraryIndex(env).loader_trace("libnvidia-ml.so.1", loader=str(lib))
+    assert trace["path"] == loaded_by_ld_so(str(lib), "libnvidia-ml", env)
+    if tag == "rpath":
+        assert (trace["path"], trace["via"], trace["loader"]) == (str(beside), "DT_RPATH", str(lib))
+    else:
+        assert (trace["path"], trace["via"]) == (str(on_path), "LD_LIBRARY_PATH")
+        assert LibraryIndex(_env()).loader_trace("libnvidia-ml.so.1", loader=str(lib))["via"] == "DT_RUNPATH"
+
+
+def test_loader_trace_sees_ld_preload(tmp_path):
+    need(os.path.isfile(NVML), NVML)
+    pre = real_copy(NVML, tmp_path / "pre" / "libnvidia-ml-custom.so")  # found by its SONAME, not its file name
+    env = _env(LD_PRELOAD=str(pre))
+    trace = LibraryIndex(env).loader_trace("libnvidia-ml.so.1")
+    assert (trace["path"], trace["via"]) == (str(pre), "LD_PRELOAD")
+    assert trace["path"] == loaded_by_ld_so("libnvidia-ml.so.1", "libnvidia-ml", env)
+
+
+# ----- the real check -----------------------------------------------------------------------------------------
+
+def check(tmp_path, env_extra) -> dict:
+    env = dict(os.environ, PYTHONPATH=str(ROOT), NO_COLOR="1", XDG_CACHE_HOME=str(tmp_path / "cache"))
+    env.update(env_extra)
+    out = tmp_path / "report.json"
+    proc = subprocess.run([sys.executable, "-m", "gpudoctor", "check", "--json", "--no-smoke", "--timeout", "30",
+                           "-o", str(out)], env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode in (0, 1), proc.stderr[-2000:]
+    return json.loads(out.read_text())
+
+
+def _blames(report, path) -> list:
+    """Warn/fail findings other than library.damaged whose title or evidence path is ``path``."""
+    return [f for f in report["findings"] if f["severity"] in ("warn", "fail") and f["id"] != "library.damaged"
+            and (f["evidence"].get("path") == path or f["title"].startswith(os.path.basename(path) + " "))]
+
+
+def test_check_names_a_git_lfs_pointer_picked_as_libcuda(tmp_path):
+    other = tmp_path / "other"
+    other.mkdir()
+    pointer = lfs_pointer(CUDA, tmp_path / "lfs" / "libcuda.so.1")
+    report = check(tmp_path, {"LD_LIBRARY_PATH": f"{pointer.parent}:{other}"})
+    hits = [f for f in report["findings"] if f["id"] == "library.damaged" and f["evidence"]["path"] == str(pointer)]
+    assert hits and hits[0]["severity"] == "fail", [f["title"] for f in report["findings"]]
+    f = hits[0]
+    assert f["title"].startswith(f"libcuda.so.1 picked from LD_LIBRARY_PATH entry {pointer.parent} is a Git LFS pointer")
+    ev = f["evidence"]
+    assert ev["via"] == "LD_LIBRARY_PATH" and ev["entry"] == str(pointer.parent) and ev["kind"] == "git_lfs_pointer"
+    assert ev["expected_bytes"] == os.path.getsize(os.path.realpath(CUDA)) > ev["size_bytes"]
+    commands = [c for fx in f["fixes"] for c in fx["commands"]]
+    assert f"export LD_LIBRARY_PATH={other}" in commands and any("git lfs pull" in c for c in commands)
+    assert not _blames(report, sys.executable)
+
+
+def test_truncated_libnvidia_ml_crash_is_blamed_on_the_file_not_on_python(tmp_path):
+    cut = truncated(NVML, tmp_path / "cut" / "libnvidia-ml.so.1")
+    env = dict(os.environ, LD_LIBRARY_PATH=str(cut.parent))
+    # Ground truth: a real program loading the library in this environment dies of SIGBUS.
+    real = subprocess.run([sys.executable, "-c", "import ctypes; ctypes.CDLL('libnvidia-ml.so.1')"], env=env,
+                          capture_output=True, timeout=60)
+    assert real.returncode == -signal.SIGBUS
+    report = check(tmp_path, {"LD_LIBRARY_PATH": str(cut.parent)})
+    hits = [f for f in report["findings"] if f["id"] == "library.damaged" and f["evidence"]["path"] == str(cut)]
+    assert hits and hits[0]["severity"] == "fail", [f["title"] for f in report["findings"]]
+    f = hits[0]
+    assert "cut short" in f["title"] and "nvml worker crash" in f["title"]
+    crashed = f["evidence"]["crashed"]
+    assert any("gpudoctor.process.worker nvml" in c["command"] and c["kind"] == "signal" for c in crashed)
+    assert not [x for x in report["findings"] if x["id"] == "tool.failed" and "SIGBUS" in x["title"]]
+    assert not _blames(report, sys.executable)
+
+
+# ----- the probe's list of what the probes load comes from the code --------------------------------------------
+
+_LOADS = re.compile(r"""(?:copies|loader_pick|loader_trace|_loaded_library|CDLL)\(\s*f?["'](lib[A-Za-z_+-]+?)[."'{]""")
+_ASKED = re.compile(r"""startswith\(\s*["'](lib[A-Za-z_+-]+)["']""")
+
+
+def test_loader_probe_covers_every_library_the_probes_load():
+    """Every library name the probes and their children look up, dlopen or ask about (and the names
+    pynvml and cuda.bindings dlopen) is one the loader probe checks: a new load without a row here fails."""
+    covered = [(stem, more) for stem, more, *_ in loader_probe.LOADED]
+    sources = [Path(p) for p in glob.glob(str(ROOT / "gpudoctor" / "process" / "*.py"))
+               + glob.glob(str(ROOT / "gpudoctor" / "probes" / "*.py"))]
+    found = set()
+    for src in sources:
+        if src.name == "loader.py":
+            continue
+        text = src.read_text()
+        found.update(_LOADS.findall(text))
+        if src.name == "worker.py":  # task_libversions / task_stubcheck branch on the library's name
+            found.update(_ASKED.findall(text))
+    import pynvml
+    found.update(re.findall(r'CDLL\("(lib[a-z-]+)\.so', Path(pynvml.__file__).read_text()))
+    found -= {"libtorch_cuda"}  # frameworks.py reads its fatbinaries; nothing loads it
+    assert found >= {"libcuda", "libnvidia-ml", "libcudart", "libcudnn", "libnvinfer", "libnccl", "libnvrtc"}
+    missing = sorted(s for s in found if not any(s == c or (more == "*" and s.startswith(c)) for c, more in covered))
+    assert not missing, f"the probes load {missing}; add them to gpudoctor.probes.loader.LOADED"
