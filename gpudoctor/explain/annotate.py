@@ -31,6 +31,8 @@ from gpudoctor.findings import Finding, Fix, Severity
 
 __all__ = ["annotate", "annotate_findings", "words_of"]
 
+#: What Python's and the loader's import errors say (a cheap test before the providers are looked up).
+_IMPORT_MARKS = ("No module named", "cannot open shared object file")
 #: Longest quote of a tool's line in a title (characters).
 SAID_MAX = 160
 _ERRORISH = re.compile(r"error|fatal|fail|cannot|can't|could not|couldn't|not found|no such|invalid|unknown|"
@@ -66,19 +68,21 @@ def words_of(f: Finding, records: List[dict]) -> Tuple[Optional[str], Optional[s
     ev = f.evidence or {}
     rerun = ev.get("rerun") if isinstance(ev.get("rerun"), dict) else {}
     parts = [p for p in (ev.get("stderr_tail"), rerun.get("stderr_tail")) if isinstance(p, str) and p.strip()]
-    path = ev.get("path") if isinstance(ev.get("path"), str) else None
+    path = next((ev[k] for k in ("path", "nvcc", "library") if isinstance(ev.get(k), str)), None)
     if not parts and records:
-        named = set(_strings(ev))
-        hits = [rec for rec in records if rec["path"] in named]
+        # a record is this finding's when the finding names its path and quotes what failed (its "what" or last
+        # line): a finding that only mentions the tool (toolkit.mixed naming an nvcc) is not about its failure
+        named = set(_strings(ev)) | {f.title}
+        hits = [rec for rec in records if rec["path"] in named and any(
+            q and any(q in s for s in named) for q in (rec.get("what"), rec.get("last_line")))]
         parts = list(dict.fromkeys(rec["stderr_tail"] for rec in hits))
         path = hits[0]["path"] if hits else path
     return ("\n".join(parts) or None), path
 
 
 def _said(text: str, matched: Optional[str]) -> str:
-    if matched:
-        return matched.strip()[:SAID_MAX]
-    lines = [l.strip() for l in text.splitlines() if l.strip()]
+    """The line that matters, spaces collapsed: the matched one, else the first error-like line, else the last."""
+    lines = [" ".join(l.split()) for l in ([matched] if matched else text.splitlines()) if l and l.strip()]
     errs = [l for l in lines if _ERRORISH.search(l)]
     return (errs[0] if errs else lines[-1] if lines else "")[:SAID_MAX]
 
@@ -95,13 +99,14 @@ def _provider_fix(missing: Dict[str, str]):
     what = missing.get("module") or missing.get("library")
     dists = p["distributions"]
     kind = "module" if "module" in missing else "library"
-    if p["installed"] and kind == "module" and p.get("resolves_to"):
-        owner = next(iter(p["installed"].values()))
+    if p.get("shadowed"):
+        owner = p["installed"][dists[0]]
         fix = Fix(f"{dists[0]} {owner['version']} is installed ({owner['file']}), but '{what.split('.')[0]}' resolves to "
                   f"{p['resolves_to']} first on this interpreter's path: rename or remove that, or take it off PYTHONPATH.",
                   (f"python -c \"import {what.split('.')[0]} as m; print(m.__path__ if hasattr(m, '__path__') else m.__file__)\"",
                    "echo \"PYTHONPATH=$PYTHONPATH\""))
-        words = f"{kind} {what} is provided by {dists[0]}, installed but shadowed by {p['resolves_to']}"
+        words = (f"'{what.split('.')[0]}' resolves to {p['resolves_to']}, which shadows the installed "
+                 f"{', '.join(dists)}")
     elif p["installed"]:
         fix = Fix(f"{', '.join(dists)} provides it and is installed: reinstall it so its files are complete.",
                   (f"python -m pip install --force-reinstall --no-deps {dists[0]}",))
@@ -124,7 +129,13 @@ def _annotate_one(f: Finding, text: str, path: Optional[str], kb) -> Finding:
     matched = best.matches[0].line if best and best.matches else None
     said = _said(text, matched)
     title, detail, fixes = f.title, f.detail, tuple(f.fixes)
-    known = best is not None and best.finding.id == f.id  # the rule already named this cause: keep its title
+    stated = ev.get("cause") if isinstance(ev.get("cause"), dict) else None  # a cause the rule itself named
+    # the rule already named this cause (its id, or a cause it stated): keep its title and fixes
+    known = best is not None and (best.finding.id == f.id or (stated is not None and stated.get("id") == best.finding.id))
+    if stated is not None and best is not None and not known:  # explain reads it otherwise: evidence only
+        ev["explain_cause"] = {"id": best.finding.id, "title": best.finding.title,
+                               "confidence": confidence_label(best.score), "score": round(best.score, 3)}
+        best = None
     if said:
         ev["said"] = said
     if said and said not in title and not known:
@@ -153,6 +164,20 @@ def _annotate_one(f: Finding, text: str, path: Optional[str], kb) -> Finding:
     return dataclasses.replace(f, title=title, detail=detail, evidence=ev, fixes=fixes)
 
 
+def _import_error_only(f: Finding) -> Finding:
+    """A finding without a tool's tail whose evidence quotes Python's import error (a rule that reported
+    ``import_error``): name the distribution that provides the missing module."""
+    from gpudoctor.probes.providers import missing_in
+
+    missing = next((m for s in _strings(f.evidence or {}) for m in [missing_in(s)] if m), None)
+    found = _provider_fix(missing) if missing else None
+    if not found:
+        return f
+    ev = dict(f.evidence or {})
+    ev["provided_by"], fix, words = found
+    return dataclasses.replace(f, title=f"{f.title} ({words})", evidence=ev, fixes=(fix,) + tuple(f.fixes))
+
+
 def annotate_findings(findings: List[Finding], probes=None, kb=None) -> List[Finding]:
     """``findings`` with every warn/fail one that has a tool's words read (see the module docstring); the
     same list object's content when none has (nothing imported, nothing loaded)."""
@@ -166,15 +191,17 @@ def annotate_findings(findings: List[Finding], probes=None, kb=None) -> List[Fin
         text, path = words_of(f, records)
         if text:
             todo.append((i, text, path))
+        elif any(m in s for s in _strings(f.evidence or {}) for m in _IMPORT_MARKS):
+            todo.append((i, None, None))
     if not todo:
         return findings
-    if kb is None:
+    if kb is None and any(text for _, text, _ in todo):
         from gpudoctor.explain.kb import load_kb
 
         kb = load_kb()
     out = list(findings)
     for i, text, path in todo:
-        out[i] = _annotate_one(findings[i], text, path, kb)
+        out[i] = _annotate_one(findings[i], text, path, kb) if text else _import_error_only(findings[i])
     return out
 
 

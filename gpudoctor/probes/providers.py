@@ -72,7 +72,35 @@ def _table(module: Optional[str], library: Optional[str]) -> List[str]:
         hit = MODULES.get(".".join(parts[:n]))
         if hit:
             return list(hit)
+    if len(parts) == 1:  # a namespace's root ('cuda'): the distributions of its packages
+        return sorted({d for k, v in MODULES.items() if k.startswith(module + ".") for d in v})
     return []
+
+
+def _shadowed(module: str) -> Optional[dict]:
+    """Where the module's top-level name is owned by installed distributions but resolves to a path none of
+    them installed (a stray ``cuda/`` directory, a PYTHONPATH entry): ``{"distributions", "installed",
+    "resolves_to"}``, else None."""
+    from importlib import metadata
+
+    top = module.split(".")[0]
+    owners = [d for n in dict.fromkeys(metadata.packages_distributions().get(top, [])) for d in [_dist(n)] if d is not None]
+    if not owners:
+        return None
+    try:
+        spec = importlib.util.find_spec(top)
+    except (ImportError, ValueError):
+        return None
+    where = (spec.origin if spec and spec.origin not in (None, "namespace") else
+             list(spec.submodule_search_locations)[0] if spec and spec.submodule_search_locations else None)
+    if where is None:
+        return None
+    homes = {os.path.realpath(str(d.locate_file(top))) for d in owners}
+    real = os.path.realpath(where)
+    if any(real == h or real.startswith(h + os.sep) for h in homes):
+        return None
+    return {"distributions": sorted(d.metadata["Name"] for d in owners), "resolves_to": where,
+            "installed": {d.metadata["Name"]: {"version": d.version, "file": str(d.locate_file(top))} for d in owners}}
 
 
 def pip_line(dists: List[str]) -> str:
@@ -80,11 +108,14 @@ def pip_line(dists: List[str]) -> str:
 
 
 def provider(module: Optional[str] = None, library: Optional[str] = None) -> Optional[dict]:
-    """``{"module"|"library", "distributions": [...], "installed": {dist: {"version", "file"}},
-    "source": "installed RECORD" | "wheel RECORD table", "resolves_to": path | None}``, or None when no
-    installed distribution nor the table knows it. ``resolves_to``: for a module whose distribution is
-    installed, what its top-level name resolves to on this interpreter's path (a stray ``cuda/`` directory
-    or a PYTHONPATH entry that shadows the installed package)."""
+    """``{"module"|"library", "distributions": [...], "installed": {dist: {"version", "file"}}, "source"}``, or
+    None when no installed distribution nor the table knows it. A module whose top-level name installed
+    distributions own but that resolves elsewhere on this interpreter's path (a stray ``cuda/`` directory, a
+    PYTHONPATH entry) comes back with ``"shadowed": True, "resolves_to": path``: that, not a missing
+    package, is why it fails to import."""
+    shadow = _shadowed(module) if module else None
+    if shadow:
+        return dict(shadow, module=module, source="installed RECORD / top_level", shadowed=True)
     installed = _installed_owners(module, library)
     if installed:
         out = {"distributions": sorted(installed), "installed": installed, "source": "installed RECORD"}
@@ -94,12 +125,4 @@ def provider(module: Optional[str] = None, library: Optional[str] = None) -> Opt
             return None
         out = {"distributions": dists, "installed": {}, "source": "wheel RECORD table"}
     out["module" if module else "library"] = module or library
-    if module and installed:
-        try:
-            spec = importlib.util.find_spec(module.split(".")[0])
-        except (ImportError, ValueError):
-            spec = None
-        where = (spec.origin if spec and spec.origin not in (None, "namespace") else
-                 list(spec.submodule_search_locations)[0] if spec and spec.submodule_search_locations else None)
-        out["resolves_to"] = where
     return out

@@ -33,6 +33,12 @@ def explain(text: str):
     return None, None
 
 
+def _stated(meaning, fid) -> dict:
+    """``{"cause": {...}}`` when this rule named the cause itself (the check's facts, e.g. another toolkit's
+    ptxas, say more than the log line): explain's reading of the words then stays evidence only."""
+    return {"cause": {"id": fid, "title": meaning, "by": "rule"}} if fid else {}
+
+
 def _first_error_line(text: str) -> str:
     for line in (text or "").splitlines():
         if "error" in line.lower() or "fatal" in line.lower():
@@ -112,7 +118,7 @@ def nvcc_smoke(facts, ctx):
                                    detail="The tool a build needs did not answer; see toolkit.broken / compiler.broken."))
             continue
         label = f"nvcc {b.get('release')} ({b.get('nvcc')}) → {b.get('arch')}"
-        ev = {"command": b.get("command"), "compile_seconds": b.get("compile_seconds")}
+        ev = {"nvcc": b.get("nvcc"), "command": b.get("command"), "compile_seconds": b.get("compile_seconds")}
         cached = b.get("cached")
         built = (f"build cached ({(cached.get('built') or '')[:16].replace('T', ' ')})".replace(" ()", "") if cached
                  else f"built in {b.get('compile_seconds')} s")
@@ -134,7 +140,7 @@ def nvcc_smoke(facts, ctx):
             out.append(Finding("smoke.nvcc", Severity.FAIL, "smoke",
                                f"{label}: build failed" + (f": {meaning} (see {fid})" if fid else ""),
                                evidence=dict(ev, first_error=_first_error_line(text), output=text[-1200:],
-                                             stderr_tail=tail(text)),
+                                             stderr_tail=tail(text), **_stated(meaning, fid)),
                                fixes=fixes))
             continue
         run = b.get("run") or {}
@@ -150,7 +156,8 @@ def nvcc_smoke(facts, ctx):
             meaning, fid = explain(text)
             out.append(Finding("smoke.nvcc", Severity.FAIL, "smoke",
                                f"{label}: built, but the program failed" + (f": {meaning} (see {fid})" if fid else ""),
-                               evidence=dict(ev, output=text[-800:], returncode=run.get("returncode"), stderr_tail=tail(text))))
+                               evidence=dict(ev, output=text[-800:], returncode=run.get("returncode"), stderr_tail=tail(text),
+                                             **_stated(meaning, fid))))
     return out
 
 
