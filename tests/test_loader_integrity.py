@@ -237,3 +237,33 @@ def test_loader_probe_covers_every_library_the_probes_load():
     assert found >= {"libcuda", "libnvidia-ml", "libcudart", "libcudnn", "libnvinfer", "libnccl", "libnvrtc"}
     missing = sorted(s for s in found if not any(s == c or (more == "*" and s.startswith(c)) for c, more in covered))
     assert not missing, f"the probes load {missing}; add them to gpudoctor.probes.loader.LOADED"
+
+
+def test_a_pointer_the_loader_never_reaches_is_a_warning_not_a_failure(tmp_path):
+    """NVIDIA's libnvrtc carries DT_RPATH $ORIGIN: its own libnvrtc-builtins wins over one on LD_LIBRARY_PATH.
+    The real NVRTC compiles in this environment, so the pointer is a warning, and the pick is the wheel's file."""
+    from gpudoctor.probes.libfind import site_packages_dirs
+
+    wheel = next((Path(d) / "nvidia" / "cu13" / "lib" for d in site_packages_dirs()
+                  if (Path(d) / "nvidia" / "cu13" / "lib" / "libnvrtc.so.13").exists()), None)
+    need(wheel is not None, "the nvidia-cuda-nvrtc 13 wheel")
+    builtins = next(wheel.glob("libnvrtc-builtins.so.13.*"))
+    pointer = lfs_pointer(str(builtins), tmp_path / "lfs" / builtins.name)
+    env = _env(LD_LIBRARY_PATH=str(pointer.parent))
+    code = ("from cuda.bindings import nvrtc; e, p = nvrtc.nvrtcCreateProgram(b'__global__ void k(){}', b'k.cu', 0, [], []);"
+            "print(nvrtc.nvrtcCompileProgram(p, 0, [])[0].name)")
+    real = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert real.stdout.strip() == "NVRTC_SUCCESS", real.stderr[-1500:]
+
+    from conftest import ctx
+    from gpudoctor.rules import Facts, RuleContext
+    from gpudoctor.rules.fixes import OsFlavor
+    from gpudoctor.rules.loader import loader_integrity
+
+    facts = loader_probe.probe(ctx(LD_LIBRARY_PATH=str(pointer.parent)))
+    pick = next(p for p in facts["libraries"] if p["soname"] == builtins.name)
+    assert (pick["path"], pick["via"]) == (str(builtins), "DT_RPATH")
+    found = [f for f in loader_integrity(Facts({"loader": facts}), RuleContext(None, OsFlavor("debian", "debian", "12")))
+             if f.evidence.get("path") == str(pointer)]
+    assert [(f.id, f.severity.value) for f in found] == [("library.damaged", "warn")]
+    assert found[0].title.startswith(f"{builtins.name} found in LD_LIBRARY_PATH ({pointer.parent}) is a Git LFS pointer")

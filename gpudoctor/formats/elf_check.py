@@ -55,7 +55,8 @@ def _is_regular(mode: int) -> bool:
 def describe(read_at: ReadAt, size: int) -> Dict[str, object]:
     """``{"kind", "size", ...}`` of a file of ``size`` bytes. ``kind``: ``elf`` (with ``elf_class`` 32|64,
     ``byte_order``, ``machine`` name, ``machine_code``, ``type``, ``needs_bytes``: the end of its furthest
-    segment or header table, ``truncated``: size < needs_bytes, ``soname``/``needed``/``rpath``/``runpath``
+    segment or header table, ``truncated``: size < needs_bytes, ``segments_truncated``: a segment the loader maps
+    (or the program header table) runs past the end: loading it raises SIGBUS or fails, ``soname``/``needed``/``rpath``/``runpath``
     from the dynamic section when it lies inside the file, ``error`` for a header that contradicts itself) |
     ``empty`` | ``zeros`` | ``git_lfs_pointer`` (``lfs_oid``, ``lfs_size``: the real file's size) | ``html``
     (``title``) | ``linker_script`` | ``archive`` | ``compressed`` | ``text`` (``first_line``) | ``data``."""
@@ -113,7 +114,8 @@ def _elf(head: bytes, read_at: ReadAt, size: int) -> Dict[str, object]:
     ehdr = struct.Struct(e + ("HHIQQQIHHHHHH" if is64 else "HHIIIIIHHHHHH"))
     ident = 16
     if len(head) < ident + ehdr.size:
-        return dict(out, truncated=True, needs_bytes=ident + ehdr.size, error="file shorter than the ELF header")
+        return dict(out, truncated=True, segments_truncated=True, needs_bytes=ident + ehdr.size,
+                    error="file shorter than the ELF header")
     (etype, machine, _v, _entry, phoff, shoff, _flags, _ehsize, phentsize, phnum, shentsize, shnum,
      _shstrndx) = ehdr.unpack_from(head, ident)
     out.update(machine_code=machine, machine=MACHINES.get(machine, f"e_machine {machine}"),
@@ -121,7 +123,7 @@ def _elf(head: bytes, read_at: ReadAt, size: int) -> Dict[str, object]:
     phdr = struct.Struct(e + ("IIQQQQQQ" if is64 else "IIIIIIII"))
     if phnum and (phentsize != phdr.size or phnum > _MAX_PHNUM):
         return dict(out, error=f"program header entries of {phentsize} bytes x {phnum}: not a valid ELF")
-    needs = max(ident + ehdr.size, phoff + phnum * phentsize, shoff + shnum * shentsize if shoff else 0)
+    loadable = max(ident + ehdr.size, phoff + phnum * phentsize)  # what ld.so reads and maps
     segments: List[tuple] = []
     if phoff + phnum * phentsize <= size:
         table = read_at(phoff, phnum * phentsize)
@@ -131,8 +133,9 @@ def _elf(head: bytes, read_at: ReadAt, size: int) -> Dict[str, object]:
             ptype, off, vaddr, filesz = (f[0], f[2], f[3], f[5]) if is64 else (f[0], f[1], f[2], f[4])
             segments.append((ptype, off, vaddr, filesz))
             if ptype in (_PT_LOAD, _PT_DYNAMIC) and filesz:
-                needs = max(needs, off + filesz)
-    out.update(needs_bytes=needs, truncated=size < needs)
+                loadable = max(loadable, off + filesz)
+    needs = max(loadable, shoff + shnum * shentsize if shoff else 0)
+    out.update(needs_bytes=needs, truncated=size < needs, segments_truncated=size < loadable)
     dyn = next((s for s in segments if s[0] == _PT_DYNAMIC), None)
     if dyn and dyn[1] + dyn[3] <= size:
         out.update(_dynamic(read_at, size, e, is64, dyn, [s for s in segments if s[0] == _PT_LOAD]))
@@ -178,8 +181,11 @@ def what_it_is(info: Dict[str, object]) -> str:
     if kind == "html":
         return "an HTML page" + (f" ({info['title']!r})" if info.get("title") else "") + f", {size} bytes"
     if kind == "elf":
-        if info.get("truncated"):
+        if info.get("segments_truncated"):
             return f"an ELF file cut short ({size} of at least {info.get('needs_bytes')} bytes)"
+        if info.get("truncated"):
+            return (f"an ELF file cut short after its last segment ({size} of {info.get('needs_bytes')} bytes: "
+                    "the section headers are missing)")
         if info.get("error"):
             return f"a damaged ELF file ({info['error']})"
         return f"a {info.get('elf_class')}-bit {info.get('machine')} {info.get('type')}"

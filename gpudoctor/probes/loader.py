@@ -46,13 +46,20 @@ def probe(ctx) -> dict:
     unresolved: List[dict] = []
     copies: Dict[str, dict] = {}
     picked: Dict[str, str] = {}  # soname -> the picked file (the loader of what it dlopens)
+    first: Dict[str, str] = {}  # "libX.so.MAJOR" -> its first copy found
     for stem, more, loaded_by, parent in LOADED:
         found = idx.copies(stem + more)
         for c in found:
             copies.setdefault(c.realpath, dict(c.to_dict(), loaded_by=list(loaded_by)))
+            m = re.match(r"(lib[\w+-]*?\.so\.\d+)", os.path.basename(c.path))
+            if m:
+                first.setdefault(m.group(1), c.path)
         for soname in _sonames(idx, stem, found):
             major = soname.split(".so.")[1].split(".")[0]
-            loader = picked.get(f"{parent}.so.{major}") if parent and not soname.startswith(parent + ".so") else None
+            # The parent's pick loads it; a parent no plain dlopen finds is loaded by path (cuda.pathfinder):
+            # its first copy of that major stands in, as NVIDIA's libraries carry RPATH $ORIGIN.
+            loader = (picked.get(f"{parent}.so.{major}") or first.get(f"{parent}.so.{major}")) \
+                if parent and not soname.startswith(parent + ".so") else None
             trace, skipped = idx.loader_search(soname, loader)
             if trace is None:
                 if skipped:

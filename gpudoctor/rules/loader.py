@@ -26,8 +26,14 @@ _AREA = (("libcuda", "driver"), ("libnvidia-ml", "driver"), ("libcudnn", "cudnn"
 
 
 def damaged(file: dict) -> bool:
-    """A file that cannot be loaded as a shared library: not ELF, cut short, or a header that contradicts itself."""
+    """A file that is not a whole shared library: not ELF, cut short, or a header that contradicts itself."""
     return bool(file) and (file.get("kind") != "elf" or bool(file.get("truncated")) or bool(file.get("error")))
+
+
+def unloadable(file: dict) -> bool:
+    """A damaged file the loader cannot use: everything but an ELF whose cut lies after its last segment
+    (ld.so never reads section headers: that one loads, though linkers and debuggers reject it)."""
+    return damaged(file) and not (file.get("kind") == "elf" and not file.get("segments_truncated") and not file.get("error"))
 
 
 def damaged_paths(facts) -> Set[str]:
@@ -123,10 +129,12 @@ def _damaged(e: dict, lf: dict, records: List[dict], strings: List[tuple], ctx, 
         evidence["crashed"] = crashed
     if errors:
         evidence["errors"] = errors
-    severity = Severity.FAIL if picked or crashed or every_process else Severity.WARN
+    # ld.so prints an error for a preload it cannot open and goes on without it; a picked one stops the load.
+    ignored_preload = every_process and f.get("kind") != "elf"
+    severity = Severity.FAIL if crashed or (unloadable(f) and picked and not ignored_preload) else Severity.WARN
     return Finding("library.damaged", severity, _area(name), title,
                    evidence={k: v for k, v in evidence.items() if v not in (None, [], "")},
-                   fixes=_fixes(e, lf, ctx), detail=_detail(f, picked))
+                   fixes=_fixes(e, lf, ctx), detail=_detail(f, picked, every_process))
 
 
 def _how_picked(e: dict) -> str:
@@ -153,15 +161,24 @@ def _crash_words(crashed: List[dict]) -> str:
     return ", ".join(words) + more
 
 
-def _detail(f: dict, picked: bool) -> str:
+def _detail(f: dict, picked: bool, preload: bool) -> str:
     kind = f.get("kind")
-    if kind == "elf" and f.get("truncated"):
+    if kind == "elf" and not unloadable(f):
+        return ("Its segments are whole, so programs load it, but the end of the file is missing (an interrupted "
+                "download or copy): linkers and debuggers reject it.")
+    if kind == "elf" and f.get("segments_truncated"):
         why = ("The loader maps the segments its header describes; touching a page past the end of the file "
                "kills the program with SIGBUS (a crash in whatever loads it, not in that program).")
     elif kind == "git_lfs_pointer":
-        why = "The file is the small text pointer Git LFS leaves when the real content was never fetched."
+        why = "It is the small text pointer Git LFS leaves when the real content was never fetched."
     else:
-        why = "dlopen() refuses it ('invalid ELF header' or 'file too short') and stops searching."
+        why = "It is not a shared library."
+    if preload:
+        return why + (" ld.so prints 'cannot be preloaded ... ignored' in every program and runs it without "
+                      "the library." if kind != "elf" else " Every program on this machine loads it first.")
+    if picked and kind != "elf":
+        return why + (" dlopen() stops at the first file of that name it can open, so programs fail with 'invalid "
+                      "ELF header' or 'file too short' even where a good copy lies further down the search path.")
     return why + ("" if picked else " Programs that load this copy by path (or whose RPATH names its directory) fail.")
 
 
