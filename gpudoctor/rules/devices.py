@@ -119,8 +119,9 @@ def gpu_health(facts, ctx):
         if not issues:
             link = f"PCIe Gen{g.get('pcie_gen_current')} x{wc}" if wc else "PCIe link unknown"
             out.append(Finding("gpu.health", Severity.OK, "devices",
-                               f"{label}: compute capability {g.get('compute_capability')}, "
-                               f"{g.get('memory_total_mib')} MiB, {link}, ECC {'on' if g.get('ecc_mode_current') else 'off'}",
+                               # None: NVML's answer was implausible and left out (probe.implausible_value)
+                               f"{label}: compute capability {g.get('compute_capability') or '?'}, "
+                               f"{g.get('memory_total_mib') or '?'} MiB, {link}, ECC {'on' if g.get('ecc_mode_current') else 'off'}",
                                evidence=ev))
         else:
             out.append(Finding("gpu.health", sev, "devices", f"{label}: " + "; ".join(issues), evidence=ev,
