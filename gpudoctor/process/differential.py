@@ -56,7 +56,8 @@ BASE_KEPT = {
 
 #: Parts the candidates of one round are split into (each part and its complement are rerun at once).
 CHUNKS = 8
-#: Default ceiling of one differential (seconds); the check's budget may cut it shorter.
+#: Default ceiling of one differential (seconds), raised to half of what is left of the check's budget
+#: when that is more (a slow machine under `--timeout 120`); never past the budget.
 MAX_SECONDS = 15.0
 MAX_RERUNS = 64
 
@@ -328,7 +329,7 @@ def _ddmin(run: _Runner, candidates: List[Delta], chunks: int) -> tuple:
 
 
 def explain_failure(step: Callable[[Mapping[str, str]], Optional[bool]], env: Mapping[str, str], label: str,
-                    paths: Sequence[str] = (), command: Optional[str] = None, max_seconds: float = MAX_SECONDS,
+                    paths: Sequence[str] = (), command: Optional[str] = None, max_seconds: Optional[float] = None,
                     max_reruns: int = MAX_RERUNS, chunks: Optional[int] = None, workers: Optional[int] = None) -> dict:
     """Rerun a step that failed in ``env`` (F) in the clean base, and if it passes there, find and verify
     the deltas that make it fail. Call it only after the step failed (and not for a timeout: each rerun
@@ -347,6 +348,9 @@ def explain_failure(step: Callable[[Mapping[str, str]], Optional[bool]], env: Ma
     workers = workers or max(2, os.cpu_count() or 2)
     # k parts and their k complements run at once: k = half the workers (2 on a 2-core machine: bisection)
     chunks = chunks or min(CHUNKS, max(2, workers // 2))
+    if max_seconds is None:
+        b = subproc._current
+        max_seconds = max(MAX_SECONDS, b.remaining() / 2) if b is not None else MAX_SECONDS
     run = _Runner(step, env, base, max_seconds, max_reruns, workers)
     cands = deltas(env, base)
     out = {"step": label, "paths": [p for p in paths if p], "command": command,

@@ -1,0 +1,208 @@
+"""The environment differential: a failed step rerun in a clean base, the deltas that break it found by
+delta debugging and verified on the user's environment; its finding (environment.breaks_step).
+
+The search itself is tested on Python steps (a predicate of the environment: no process to wait for);
+the wiring on real tools of this machine: CUDA 13.0's nvcc with a poisoned CPLUS_INCLUDE_PATH entry,
+nvcc --version with a foreign libgcc_s.so.1 first on LD_LIBRARY_PATH, a `gcc` on PATH that is really cpp.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import pytest
+
+from gpudoctor.process import differential as D
+from gpudoctor.probes import smoke_nvcc, toolkit as toolkit_probe
+from gpudoctor.rules import Facts, RuleContext
+from gpudoctor.rules.differential import environment_breaks_step
+from gpudoctor.rules.fixes import OsFlavor
+
+NVCC13 = "/usr/local/cuda/bin/nvcc" if os.path.isfile("/usr/local/cuda/bin/nvcc") else None
+needs_nvcc = pytest.mark.skipif(NVCC13 is None, reason="CUDA 13.0 is not installed at /usr/local/cuda")
+
+
+def rule_ctx():
+    return RuleContext(matrix=None, os=OsFlavor.from_platform({}))
+
+
+def _user_env(n=48):
+    """An environment like a user's: many variables, PATH and LD_LIBRARY_PATH lists, a token."""
+    env = {f"TOOL_SETTING_{i}": f"value{i}" for i in range(n)}
+    env.update(HOME="/home/u", USER="u", LANG="C.UTF-8", HF_TOKEN="hf_q8Xk2LmP9zR4tW7yB1nC5vD3",
+               PATH="/opt/conda/bin:/usr/local/cuda/bin:/usr/local/bin:/usr/bin:/bin",
+               LD_LIBRARY_PATH="/opt/a/lib:/opt/b/lib:/opt/c/lib")
+    return env
+
+
+def test_one_culprit_among_fifty_deltas_costs_two_rounds_and_is_verified():
+    env = _user_env()
+    bad = lambda e: e.get("TOOL_SETTING_31") == "value31"  # noqa: E731
+    out = D.explain_failure(lambda e: not bad(e), env, "the step", workers=16)
+    assert out["deltas"] >= 50
+    assert out["clean_base_passes"] is True
+    assert out["culprits"] == [{"var": "TOOL_SETTING_31", "value": "value31"}]
+    assert out["verified"] is True and out["minimal"] is True
+    # base, two k-ary rounds (8 parts of ~7, then 7 single deltas), the verification
+    assert out["rounds"] == 4, out
+    assert out["fix"] == {"unset": ["TOOL_SETTING_31"], "set": {}}
+
+
+def test_a_path_list_entry_is_its_own_delta_and_the_fix_keeps_the_other_entries():
+    env = _user_env()
+    out = D.explain_failure(lambda e: "/opt/b/lib" not in e.get("LD_LIBRARY_PATH", "").split(":"), env, "x")
+    assert out["culprits"] == [{"var": "LD_LIBRARY_PATH", "entry": "/opt/b/lib"}] and out["verified"]
+    assert out["fix"]["set"] == {"LD_LIBRARY_PATH": "/opt/a/lib:/opt/c/lib"}
+    # a PATH entry: the clean base's own entries are never deltas, only the user's additions
+    out = D.explain_failure(lambda e: "/opt/conda/bin" not in e["PATH"].split(":"), env, "x")
+    assert out["culprits"] == [{"var": "PATH", "entry": "/opt/conda/bin"}]
+    assert out["fix"]["set"] == {"PATH": "/usr/local/cuda/bin:/usr/local/bin:/usr/bin:/bin"}
+
+
+def test_an_empty_path_entry_is_a_delta_too():
+    """An empty LD_LIBRARY_PATH entry means the current directory: a real cause, shown as such."""
+    env = dict(_user_env(), LD_LIBRARY_PATH="/opt/a/lib::/opt/c/lib")
+    out = D.explain_failure(lambda e: "" not in e.get("LD_LIBRARY_PATH", "x").split(":"), env, "x")
+    assert out["culprits"] == [{"var": "LD_LIBRARY_PATH", "entry": ""}] and out["verified"]
+    f = environment_breaks_step(Facts({"smoke_nvcc": {"builds": [{"differential": out}]}}), rule_ctx())
+    assert "(empty: the current directory)" in f[0].title
+
+
+def test_two_variables_needed_together_are_found_together():
+    env = _user_env()
+    out = D.explain_failure(lambda e: not ("TOOL_SETTING_3" in e and "TOOL_SETTING_40" in e), env, "x", workers=16)
+    assert sorted(c["var"] for c in out["culprits"]) == ["TOOL_SETTING_3", "TOOL_SETTING_40"] and out["verified"]
+
+
+def test_two_independent_breakers_are_both_named_so_the_fix_is_verified():
+    env = _user_env()
+    out = D.explain_failure(lambda e: "TOOL_SETTING_7" not in e and "TOOL_SETTING_20" not in e, env, "x")
+    assert sorted(c["var"] for c in out["culprits"]) == ["TOOL_SETTING_20", "TOOL_SETTING_7"] and out["verified"]
+
+
+def test_a_secret_is_named_never_shown():
+    env = _user_env()
+    value = env["HF_TOKEN"]
+    out = D.explain_failure(lambda e: "HF_TOKEN" not in e, env, "the step")
+    assert out["culprits"] == [{"var": "HF_TOKEN", "secret": True}] and out["fix"]["unset"] == ["HF_TOKEN"]
+    assert value not in json.dumps(out)
+    findings = environment_breaks_step(Facts({"toolkit": {"differential": out}}), rule_ctx())
+    assert findings and all(value not in json.dumps(f.to_dict(), default=str) for f in findings)
+    assert "HF_TOKEN (value not shown)" in findings[0].title
+    # a credential under an innocent name: the value's shape gives it away
+    assert D.looks_secret("MY_URL", "https://bob:hunter2@example.com/x") and D.looks_secret("X", "aB3dE5gH7jK9mN1pQ3sT")
+    assert not D.looks_secret("CUDA_HOME", "/usr/local/cuda-13.0") and not D.looks_secret("N", "12345678901234567890123")
+
+
+def test_a_step_that_fails_in_the_clean_base_too_blames_no_variable():
+    out = D.explain_failure(lambda e: False, _user_env(), "x")
+    assert out["clean_base_passes"] is False and out["culprits"] == [] and out["reruns"] == 1
+    assert environment_breaks_step(Facts({"toolkit": {"differential": out}}), rule_ctx()) == []
+
+
+def test_the_differential_stops_at_its_limits_and_says_so():
+    out = D.explain_failure(lambda e: "TOOL_SETTING_9" not in e, _user_env(), "x", max_reruns=2, workers=2)
+    assert out["stopped"] and out["minimal"] is False and out["verified"] is None
+    f = environment_breaks_step(Facts({"toolkit": {"differential": out}}), rule_ctx())
+    assert f and f[0].severity.value == "warn" and "not verified" in f[0].title
+
+
+def test_nothing_names_a_variable_as_a_detector():
+    """The clean base is the only list of variable names in the module (TMPDIR is left out on purpose;
+    the credential pattern only hides values, it never picks a culprit)."""
+    import ast
+    import inspect
+    import re
+
+    names = {n.value for n in ast.walk(ast.parse(inspect.getsource(D))) if isinstance(n, ast.Constant)
+             and isinstance(n.value, str) and re.fullmatch(r"[A-Z][A-Z0-9_]{2,}", n.value)}
+    assert names <= set(D.BASE_KEPT) | {"PATH"}, names - set(D.BASE_KEPT)
+    assert "TMPDIR" not in D.BASE_KEPT
+
+
+# ----------------------------------------------------------------------------- real tools
+
+
+def _poisoned_include(tmp_path):
+    """A directory whose <cstdio> stops every C++ compile, like a stale copy in a project's include dir."""
+    d = tmp_path / "poison"
+    d.mkdir()
+    (d / "cstdio").write_text('#error "a foreign <cstdio>"\n')
+    return str(d)
+
+
+@needs_nvcc
+def test_real_nvcc_build_broken_by_one_cplus_include_path_entry(tmp_path):
+    good = tmp_path / "good"
+    good.mkdir()
+    env = dict(os.environ, CPLUS_INCLUDE_PATH=f"{good}:{_poisoned_include(tmp_path)}")
+    step = D.command_step([NVCC13, smoke_nvcc.SOURCE, "-o", "smoke"], timeout=120, in_temp_dir=True)
+    assert step(env) is False  # ground truth: the real build fails in this environment
+    out = D.explain_failure(step, env, "the nvcc 13.0 smoke build", paths=[NVCC13], command="nvcc vector_add.cu -o smoke",
+                            max_seconds=120)
+    assert out["culprits"] == [{"var": "CPLUS_INCLUDE_PATH", "entry": str(tmp_path / "poison")}], out
+    assert out["verified"] is True and out["fix"]["set"] == {"CPLUS_INCLUDE_PATH": str(good)}
+    f = environment_breaks_step(Facts({"smoke_nvcc": {"builds": [{"differential": out}]}}), rule_ctx())
+    assert [x.id for x in f] == ["environment.breaks_step"] and f[0].severity.value == "fail"
+    assert f[0].title == (f"The nvcc 13.0 smoke build ({NVCC13}) succeeds without the CPLUS_INCLUDE_PATH entry "
+                          f"{tmp_path / 'poison'}: verified")
+    assert f[0].fixes[0].commands == (f"export CPLUS_INCLUDE_PATH={good}",) and f[0].evidence["path"] == NVCC13
+
+
+@needs_nvcc
+def test_real_nvcc_version_broken_by_a_foreign_libgcc_first_on_ld_library_path(tmp_path):
+    """nvcc needs libgcc_s.so.1's GCC_3.0 symbols; a directory whose libgcc_s.so.1 is another library
+    (here a copy of libz) makes `nvcc --version` exit 1 with the loader's 'version not found'."""
+    libz = next((p for p in ("/lib/x86_64-linux-gnu/libz.so.1", "/usr/lib/x86_64-linux-gnu/libz.so.1") if os.path.exists(p)), None)
+    if libz is None:
+        pytest.skip("no libz.so.1 to copy")
+    bad = tmp_path / "toolchain" / "lib"
+    bad.mkdir(parents=True)
+    shutil.copy(libz, bad / "libgcc_s.so.1")
+    env = dict(os.environ, LD_LIBRARY_PATH=f"/usr/local/cuda/lib64:{bad}")
+    facts = toolkit_probe.describe_nvcc(NVCC13, "PATH", env, 10)
+    assert not facts.get("release") and facts["problems"][0]["path"] == NVCC13  # the real failure
+    d = facts["differential"]
+    assert d["culprits"] == [{"var": "LD_LIBRARY_PATH", "entry": str(bad)}] and d["verified"], d
+    f = environment_breaks_step(Facts({"toolkit": {"toolkits": [facts]}}), rule_ctx())
+    assert f[0].title == f"nvcc --version ({NVCC13}) succeeds without the LD_LIBRARY_PATH entry {bad}: verified"
+    assert f[0].fixes[0].commands == ("export LD_LIBRARY_PATH=/usr/local/cuda/lib64",)
+    from gpudoctor.rules.faults import named_paths
+
+    assert NVCC13 in named_paths(f)  # the problem record is reported by this finding
+
+
+@needs_nvcc
+def test_check_names_a_wrong_gcc_first_on_path(tmp_path):
+    """A PATH entry whose `gcc` is the preprocessor driver (cpp): nvcc's host compile fails with
+    "'-c' is not a valid option to the preprocessor"; the check names that PATH entry, verified."""
+    cpp = shutil.which("cpp")
+    if cpp is None:
+        pytest.skip("no cpp")
+    from gpudoctor.check import run_check
+    from gpudoctor.matrix import load_matrix
+
+    wrong = tmp_path / "wrong" / "bin"
+    wrong.mkdir(parents=True)
+    os.symlink(cpp, wrong / "gcc")
+    env = dict(os.environ, PATH=f"{wrong}:{os.environ['PATH']}", XDG_CACHE_HOME=str(tmp_path / "xdg"))
+    report = run_check(load_matrix(), env=env, timeout=120)
+    ours = [f for f in report.findings if f.id == "environment.breaks_step" and f.evidence.get("path") == shutil.which("nvcc", path=env["PATH"])]
+    assert ours, [(f.id, f.title) for f in report.findings]
+    assert ours[0].title.endswith(f"succeeds without the PATH entry {wrong}: verified")
+    smoke = [f for f in report.findings if f.id == "smoke.nvcc" and f.evidence.get("command", "").startswith(ours[0].evidence["path"])]
+    assert smoke and smoke[0].severity.value == "fail"  # the smoke finding still says the build failed
+
+
+def test_a_smoke_run_that_fails_only_with_a_variable_is_explained(tmp_path):
+    """The run of the smoke binary gets the differential too. No GPU here: the binary is a FAKE script that
+    passes like the real one unless CUDA_VISIBLE_DEVICES hides every device."""
+    exe = tmp_path / "FAKE_smoke"
+    exe.write_text('#!/bin/sh\n[ "$CUDA_VISIBLE_DEVICES" = "-1" ] && { echo "GPUDOCTOR_SMOKE_FAIL cudaMalloc: no CUDA-capable device"; exit 1; }\n'
+                   'echo GPUDOCTOR_SMOKE_OK\n')
+    exe.chmod(0o755)
+    out = smoke_nvcc._run_binary(str(exe), dict(os.environ, CUDA_VISIBLE_DEVICES="-1"), 10, label="the FAKE smoke binary's run")
+    assert out["ok"] is False
+    assert out["differential"]["culprits"] == [{"var": "CUDA_VISIBLE_DEVICES", "value": "-1"}]
+    assert smoke_nvcc._run_binary(str(exe), dict(os.environ), 10).get("differential") is None  # a pass pays nothing
