@@ -21,8 +21,7 @@ from gpudoctor.rules.environment import WHERE_SET
 
 _ATTRIBUTABLE = ("signal", "exit", "load_error", "unparsable", "cannot_run")
 _WORKER = re.compile(r"gpudoctor\.process\.worker (\S+)")
-_AREA = (("libcuda", "driver"), ("libnvidia-ml", "driver"), ("libcudnn", "cudnn"), ("libnvinfer", "tensorrt"),
-         ("libnccl", "multigpu"))
+_AREA = {"libcuda": "driver", "libnvidia-ml": "driver", "libcudnn": "cudnn", "libnvinfer": "tensorrt", "libnccl": "multigpu"}
 
 
 def damaged(file: dict) -> bool:
@@ -111,7 +110,8 @@ def _damaged(e: dict, lf: dict, records: List[dict], strings: List[tuple], ctx, 
     f = e["file"]
     name = e.get("soname") or os.path.basename(e["path"])
     what = what_it_is(f)
-    crashed = [{k: r[k] for k in ("probe", "path", "command", "kind", "what", "last_line") if r.get(k)}
+    crashed = [dict({k: r[k] for k in ("probe", "path", "command", "kind", "what", "last_line") if r.get(k)},
+                    **({"itself": True} if r["path"] in (e["path"], e["realpath"]) else {}))
                for r in records if _loads(r, e, every_process)]
     errors = sorted({f"{p}: {s[:300]}" for p, s in strings
                      if s not in (e["path"], e["realpath"]) and (e["path"] in s or e["realpath"] in s)})[:3]
@@ -119,7 +119,7 @@ def _damaged(e: dict, lf: dict, records: List[dict], strings: List[tuple], ctx, 
     how = _how_picked(e) if picked else f"found in {e['origin']} ({os.path.dirname(e['path'])})"
     title = f"{name} {how} is {what}, not a library"
     if crashed:
-        title += f": it made {_crash_words(crashed)}"
+        title += f": {_crash_words(crashed)}"
     evidence = {"path": e["path"], "realpath": e["realpath"], "found": what, "kind": f.get("kind"),
                 "size_bytes": f.get("size"),
                 "expected_bytes": f.get("lfs_size") if f.get("kind") == "git_lfs_pointer" else f.get("needs_bytes"),
@@ -151,14 +151,17 @@ def _how_picked(e: dict) -> str:
 
 
 def _crash_words(crashed: List[dict]) -> str:
-    words = []
-    for c in crashed[:2]:
-        cmd = c.get("command") or c["path"]
-        m = _WORKER.search(cmd)
+    """"libcudart.so.13 fails to load: ... invalid ELF header" for a child asked about the file itself,
+    "it made the nvml worker crash (python was killed by SIGBUS), nvidia-smi fail" for programs that load it."""
+    itself = [c["what"][:160] for c in crashed if c.get("itself")][:1]
+    others = []
+    for c in [c for c in crashed if not c.get("itself")][:2]:
+        m = _WORKER.search(c.get("command") or "")
         prog = f"the {m.group(1)} worker" if m else os.path.basename(c["path"])
-        words.append(f"{prog} {'crash (' + c['what'] + ')' if c['kind'] == 'signal' else 'fail'}")
-    more = f" and {len(crashed) - 2} more" if len(crashed) > 2 else ""
-    return ", ".join(words) + more
+        others.append(f"{prog} {'crash (' + c['what'] + ')' if c['kind'] == 'signal' else 'fail'}")
+    more = len(crashed) - len(itself) - len(others)
+    words = itself + ([f"it made {', '.join(others)}" + (f" and {more} more" if more > 0 else "")] if others else [])
+    return "; ".join(words)
 
 
 def _detail(f: dict, picked: bool, preload: bool) -> str:
@@ -166,24 +169,26 @@ def _detail(f: dict, picked: bool, preload: bool) -> str:
     if kind == "elf" and not unloadable(f):
         return ("Its segments are whole, so programs load it, but the end of the file is missing (an interrupted "
                 "download or copy): linkers and debuggers reject it.")
-    if kind == "elf" and f.get("segments_truncated"):
-        why = ("The loader maps the segments its header describes; touching a page past the end of the file "
-               "kills the program with SIGBUS (a crash in whatever loads it, not in that program).")
+    parts = []
+    if kind == "elf":
+        parts.append("The loader maps the segments its header describes; touching a page past the end of the file "
+                     "kills the program with SIGBUS (a crash in whatever loads it, not in that program).")
     elif kind == "git_lfs_pointer":
-        why = "It is the small text pointer Git LFS leaves when the real content was never fetched."
-    else:
-        why = "It is not a shared library."
+        parts.append("It is the small text pointer Git LFS leaves when the real content was never fetched.")
     if preload:
-        return why + (" ld.so prints 'cannot be preloaded ... ignored' in every program and runs it without "
-                      "the library." if kind != "elf" else " Every program on this machine loads it first.")
-    if picked and kind != "elf":
-        return why + (" dlopen() stops at the first file of that name it can open, so programs fail with 'invalid "
-                      "ELF header' or 'file too short' even where a good copy lies further down the search path.")
-    return why + ("" if picked else " Programs that load this copy by path (or whose RPATH names its directory) fail.")
+        parts.append("ld.so prints 'cannot be preloaded ... ignored' in every program and runs it without the library."
+                     if kind != "elf" else "Every program on this machine loads it first.")
+    elif picked and kind != "elf":
+        parts.append("dlopen() stops at the first file of that name it can open, so programs fail with 'invalid ELF "
+                     "header' or 'file too short' even where a good copy lies further down the search path.")
+    elif not picked:
+        parts.append("Programs that load this copy by path (or whose RPATH names its directory) fail.")
+    return " ".join(parts)
 
 
 def _area(name: str) -> str:
-    return next((a for prefix, a in _AREA if name.startswith(prefix)), "cuda")
+    stem = name.split(".so")[0]
+    return next((a for family, a in _AREA.items() if stem == family or stem.startswith(family + "_")), "cuda")
 
 
 def _fixes(e: dict, lf: dict, ctx) -> tuple:
