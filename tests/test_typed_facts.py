@@ -141,6 +141,62 @@ def test_check_reports_a_probe_error_and_no_version_finding_on_the_garbage(fake_
     assert not [g for g in report["findings"] if g["id"] == "tool.failed" and fake_nvml_dir in g["title"]]  # one finding, not two
 
 
+# --- the real CUDA worker on a FAKE shim over the real libcuda (driver 535 user space here) -------------------
+
+FAKE_LIBCUDA_C = r"""
+/* FAKE damaged libcuda.so.1: cuDriverGetVersion answers 0, directly and through cuGetProcAddress (which
+   cuda-python uses); every other entry point is the real driver's (DT_NEEDED on its absolute path). */
+#include <dlfcn.h>
+#include <string.h>
+static void *real(void) { static void *h; if (!h) h = dlopen(REAL, RTLD_NOW | RTLD_GLOBAL); return h; }
+int cuDriverGetVersion(int *v) { *v = 0; return 0; }
+typedef int (*gpa_t)(const char *, void **, int, unsigned long long, int *);
+int cuGetProcAddress_v2(const char *s, void **p, int ver, unsigned long long fl, int *st) {
+  if (!strcmp(s, "cuDriverGetVersion")) { *p = (void *)cuDriverGetVersion; if (st) *st = 0; return 0; }
+  return ((gpa_t)dlsym(real(), "cuGetProcAddress_v2"))(s, p, ver, fl, st);
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def fake_libcuda_dir(tmp_path_factory):
+    import glob
+
+    need(shutil.which("gcc") is not None, "gcc")
+    real = sorted(glob.glob("/usr/lib/x86_64-linux-gnu/nvidia/current/libcuda.so.5*") +
+                  glob.glob("/usr/lib/x86_64-linux-gnu/libcuda.so.5*"))
+    need(bool(real), "a real libcuda (driver user space)")
+    real = os.path.realpath(real[0])
+    d = tmp_path_factory.mktemp("FAKE_libcuda")
+    (d / "empty.c").write_text("")
+    (d / "fake_cuda.c").write_text(FAKE_LIBCUDA_C)
+    # A helper whose soname is the real file's absolute path: the shim's DT_NEEDED then loads the real libcuda.
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(d / "libFAKEreal.so"), str(d / "empty.c"), f"-Wl,-soname,{real}"],
+                   check=True)
+    (d / "lib").mkdir()
+    subprocess.run(["gcc", "-shared", "-fPIC", f'-DREAL="{real}"', "-o", str(d / "lib" / "libcuda.so.1"),
+                    str(d / "fake_cuda.c"), "-Wl,-soname,libcuda.so.1", "-Wl,--no-as-needed", f"-L{d}", "-lFAKEreal",
+                    "-ldl"], check=True)
+    return str(d / "lib")
+
+
+def test_the_real_cuda_worker_on_a_libcuda_that_answers_0(fake_libcuda_dir):
+    env = dict(os.environ, LD_LIBRARY_PATH=fake_libcuda_dir)
+    truth = subprocess.run([sys.executable, "-c", "from cuda.bindings import driver as d; print(d.cuDriverGetVersion()[1])"],
+                           env=env, capture_output=True, text=True, timeout=60)
+    need(truth.returncode == 0, "cuda-python")
+    assert truth.stdout.strip() == "0", truth.stderr  # ground truth: cuda-python itself reads 0
+    facts = cuda.probe(ctx(LD_LIBRARY_PATH=fake_libcuda_dir))
+    assert facts["api"]["cuDriverGetVersion"] == {"result": "CUDA_SUCCESS", "value": 0}
+    assert facts["driver_cuda_version"] is None
+    (rec,) = [r for r in facts["problems"] if r["call"] == "cuDriverGetVersion"]
+    assert rec["kind"] == "implausible" and rec["path"] == os.path.join(fake_libcuda_dir, "libcuda.so.1")
+    findings = judge({"cuda": facts, "driver": {}})
+    (f,) = by_id(findings, "probe.implausible_value")
+    assert fake_libcuda_dir in f.title and "cuDriverGetVersion gave '0'" in f.title
+    assert not [g for g in findings if g.id in VERSION_RULES and "CUDA 0.0" in g.title]
+
+
 # --- the cuda probe on a FAKE worker answer -------------------------------------------------------------------
 
 def _fake_cuda_answer(driver_int, cc):
