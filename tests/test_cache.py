@@ -158,3 +158,81 @@ def test_the_cache_dir_without_platformdirs(monkeypatch):
     monkeypatch.setitem(sys.modules, "platformdirs", None)  # import platformdirs -> ImportError
     assert cache_root({}) == os.path.join(os.path.expanduser("~"), ".cache", "gpudoctor")
     assert cache_root({"XDG_CACHE_HOME": "/x"}) == "/x/gpudoctor"
+
+
+# ----------------------------------------------------------------------------- what the smoke build's key holds
+
+
+def _key_before_issue_24(env) -> dict:
+    """The smoke build's key until issue 24 held only these variables of the environment (kept here to show
+    the break it missed): anything else the compiler reads could change without a rebuild."""
+    return {k: env.get(k) for k in ("NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS", "NVCC_CCBIN") if env.get(k)}
+
+
+def test_the_key_holds_the_whole_environment_but_the_session_variables():
+    from gpudoctor.probes.smoke_nvcc import env_key
+
+    env = {"PATH": "/usr/bin:/bin", "HOME": "/home/u"}
+    same = [{"PWD": "/elsewhere"}, {"OLDPWD": "/x"}, {"SHLVL": "3"}, {"_": "/usr/bin/env"}, {"SSH_TTY": "/dev/pts/3"},
+            {"SSH_CONNECTION": "10.0.0.1 22 10.0.0.2 5555"}, {"XDG_CACHE_HOME": "/tmp/c"}, {"TERM": "xterm-256color"}]
+    for extra in same:
+        assert env_key(dict(env, **extra)) == env_key(env), extra
+    # any other variable, named by nobody in advance: a tool's own, GCC's, one no one has heard of
+    for extra in ({"CPLUS_INCLUDE_PATH": "/x"}, {"GCC_EXEC_PREFIX": "/opt/gcc/"}, {"COMPILER_PATH": "/opt/bin"},
+                  {"SOME_NEW_TOOL_SETTING": "1"}, {"TMPDIR": "/scratch"}):
+        assert env_key(dict(env, **extra)) != env_key(env), extra
+
+
+@pytest.mark.skipif(NVCC is None, reason="no nvcc on PATH")
+def test_a_break_only_an_unlisted_variable_makes_is_rebuilt_and_named(tmp_path):
+    """CPLUS_INCLUDE_PATH naming a directory whose <cstdio> is #error: a real nvcc 13.0 build in that
+    environment fails. The old key (NVCC_* only) would have found the healthy build and said "build
+    cached"; the new one rebuilds, reports the failure, and the differential names the variable."""
+    from gpudoctor.process.differential import command_step
+    from gpudoctor.probes.smoke_nvcc import SOURCE
+
+    _check(tmp_path)  # the healthy build, cached
+    poison = tmp_path / "include"
+    poison.mkdir()
+    (poison / "cstdio").write_text('#error "a foreign <cstdio>"\n')
+    bad = {"CPLUS_INCLUDE_PATH": str(poison)}
+    env = dict(os.environ, **bad)
+    nvcc13 = os.path.realpath(NVCC)
+    assert command_step([nvcc13, SOURCE, "-o", "smoke"], timeout=120, in_temp_dir=True)(env) is False  # ground truth
+    assert _key_before_issue_24(env) == _key_before_issue_24(os.environ)  # what would have said "build cached"
+    report, smoke = _check(tmp_path, extra_env=bad)
+    mine = [f for f in smoke if f.evidence.get("command", "").startswith(NVCC)]
+    assert mine and not [f for f in mine if "build cached" in f.title], [f.title for f in smoke]
+    assert mine[0].severity.value == "fail" and "foreign <cstdio>" in mine[0].evidence["first_error"]
+    named = [f for f in report.findings if f.id == "environment.breaks_step" and f.evidence.get("path") == NVCC]
+    assert named and named[0].title.endswith(f"succeeds without CPLUS_INCLUDE_PATH={poison}: verified"), \
+        [(f.id, f.title) for f in report.findings]
+
+
+@pytest.mark.skipif(NVCC is None, reason="no nvcc on PATH")
+def test_a_header_dropped_into_an_include_dir_changes_the_key_and_a_warm_key_runs_nothing(tmp_path, monkeypatch):
+    """The include dirs' mtimes are in the key (a header added, or replaced by rename as package managers
+    do, changes its directory). The host compiler's program and include dirs are looked up once (two
+    commands) and kept under the compiler's identity and the environment: a warm key runs no command."""
+    from gpudoctor.probes import smoke_nvcc, toolkit as toolkit_probe
+
+    inc = tmp_path / "include"
+    inc.mkdir()
+    env = dict(os.environ, CPLUS_INCLUDE_PATH=str(inc))
+    tk = toolkit_probe.describe_nvcc(NVCC, "PATH", env, 20)
+    cache = Cache("smoke-nvcc", root=str(tmp_path / "c"))
+    first = smoke_nvcc.cache_inputs(tk, None, env, cache)
+    assert str(inc) in first["host_compiler"]["include_dirs"]
+    assert os.path.basename(next(iter(first["host_compiler"]["programs"]))) in smoke_nvcc.HOST_PROGRAMS
+    assert any(p.endswith("/cc1plus") for p in first["host_compiler"]["programs"])
+    assert any(p.endswith("/nvcc.profile") for p in first["toolkit"]["files"])
+    assert any(p.endswith("/cicc") for p in first["toolkit"]["files"])
+
+    def no_command(*a, **k):
+        raise AssertionError(f"a warm key ran {a[0]}")
+
+    monkeypatch.setattr(smoke_nvcc, "run", no_command)
+    assert Cache.key(smoke_nvcc.cache_inputs(tk, None, env, cache)) == Cache.key(first)
+    (inc / "cstdio").write_text('#error "dropped in later"\n')
+    os.utime(inc, ns=(1, 1))  # the same second as the first key on a coarse clock: an mtime that surely differs
+    assert Cache.key(smoke_nvcc.cache_inputs(tk, None, env, cache)) != Cache.key(first)
