@@ -20,6 +20,7 @@ from gpudoctor.explain.facts import judge as judge_facts
 from gpudoctor.explain.hints import add_hints
 from gpudoctor.explain.libraries import describe as describe_library
 from gpudoctor.explain.scan import Match, Scanner
+from gpudoctor.explain.toolwords import TOOL_SCORE, tool_matches
 from gpudoctor.explain.xid import APPLICATION_XIDS, application_only
 from gpudoctor.findings import Finding, Fix, Severity
 
@@ -154,7 +155,18 @@ def diagnose(scanner: Scanner, live: Optional[Mapping[str, List[str]]] = None) -
     out = apply_context(out, ctx, make) if ctx else out
     out = judge_facts(out, ctx, make) if ctx else out
     seen: set = set()  # a class rewritten above (an application Xid) may meet the class it became: keep the first
-    return [d for d in out if not (d.finding.id in seen or seen.add(d.finding.id))]
+    out = [d for d in out if not (d.finding.id in seen or seen.add(d.finding.id))]
+    return out + _tool_said(scanner)
+
+
+def _tool_said(scanner: Scanner) -> List[Diagnosis]:
+    """A tool's own message that no class explains (gpudoctor.explain.toolwords): last, at low confidence."""
+    if not scanner.tail:
+        return []
+    explained = frozenset(m.line_no for m in scanner.matches if not m.signature.id.startswith(CONTEXT_PREFIX))
+    first = max(scanner.lines - scanner.tail.count(b"\n"), 0) + 1
+    found = tool_matches(scanner.tail, first, explained)
+    return [_build(found[0], found[1], TOOL_SCORE, scanner, [])] if found else []
 
 
 def diagnose_text(text: str, kb) -> List[Diagnosis]:

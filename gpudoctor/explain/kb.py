@@ -125,10 +125,29 @@ def _signature(path: Path) -> Signature:
                      dict(doc.get("defaults") or {}), file)
 
 
+def _recognised(sig: Signature, template: str) -> bool:
+    low = template.lower()
+    return any(v.literal.decode() in low and (v.regex is None or v.regex.search(template)) for v in sig.variants)
+
+
+def _tool_variants(root: Path) -> Dict[str, List[dict]]:
+    """The classified templates of NVIDIA's binaries (``tools/classified.json``, see
+    :mod:`gpudoctor.explain.toolwords`); none when the KB directory has no ``tools/``."""
+    from gpudoctor.explain.toolwords import classified_variants
+
+    if not (root / "tools" / "classes.json").is_file():
+        return {}
+    try:
+        return classified_variants(str(root / "tools"))
+    except (OSError, ValueError) as exc:
+        raise KbError(f"tools/classified.json: cannot be read: {exc}") from None
+
+
 def load_kb(directory: Optional[Path] = None) -> List[Signature]:
     """Every signature file in ``directory`` (default: the shipped KB), sorted by id, with the
     variants generated from NVIDIA's error enumerations (``codes/generated.json``, see
-    :mod:`gpudoctor.explain.codekb`) added to their classes. Raises KbError: an invalid file, a
+    :mod:`gpudoctor.explain.codekb`) and from the classified messages of NVIDIA's binaries
+    (``tools/classified.json``, see :mod:`gpudoctor.explain.toolwords`) added to their classes. Raises KbError: an invalid file, a
     generated class without a signature file, or a signature left without any variant."""
     from gpudoctor.explain.codekb import generated_variants, load_generated
 
@@ -142,6 +161,9 @@ def load_kb(directory: Optional[Path] = None) -> List[Signature]:
     except (OSError, ValueError) as exc:
         raise KbError(f"codes/generated.json: cannot be read: {exc}") from None
     extra = generated_variants(data) if data else {}
+    tools = _tool_variants(root)
+    for cls, variants in tools.items():
+        extra.setdefault(cls, []).extend(variants)
     by_id = {s.id: s for s in sigs}
     unknown = sorted(set(extra) - set(by_id))
     if unknown:
@@ -150,6 +172,8 @@ def load_kb(directory: Optional[Path] = None) -> List[Signature]:
     for sig in sigs:
         gen = tuple(_variant(f"{sig.file} (generated)", i, v) for i, v in enumerate(extra.get(sig.id, ())))
         hand = {(v.literal, v.regex.pattern if v.regex else None) for v in sig.variants}
+        # a tool's template that a hand variant of its class already recognises adds nothing but a score bump
+        gen = tuple(g for g in gen if "tool_template" not in g.vars or not _recognised(sig, g.vars["tool_template"]))
         merged = sig.variants + tuple(g for g in gen if (g.literal, g.regex.pattern if g.regex else None) not in hand)
         if not merged:
             raise KbError(f"{sig.file}: no variants (none in the file, none generated)")

@@ -1,0 +1,304 @@
+"""The tools' own words: diagnostic templates compiled into NVIDIA's binaries (``kb/tools/generated.json``,
+written by ``scripts/gen_tool_messages.py``), recognised in a log and attributed to their tool.
+
+A template is a printf (or, for cudafe++, EDG) format string as the binary holds it, e.g. ptxas's
+``Value '%s' is not defined for option '%s'``. Each becomes:
+
+- a regex: the constant text escaped, each conversion a *bounded* class (``%d`` -> ``-?\\d{1,20}``,
+  a quoted ``'%s'`` -> ``'[^'\\n]{0,256}'``, any other ``%s`` a lazy ``.{0,256}?`` that commits to the
+  first place the next constant text follows, as an atomic step: ``(?=(.{0,256}?TEXT))\\1``), so a
+  match costs at most linear time in the line whatever the line holds; leading and trailing
+  conversions are dropped (a search needs no anchor there);
+- a literal: the template's longest constant run made of bytes the KB's literals already use (one more
+  byte class doubles the scanner's automaton, see :mod:`gpudoctor.explain.scan`).
+
+Templates a hand-kept family in ``kb/tools/classes.json`` classifies become variants of that finding
+class (:func:`classified_variants`, loaded by :func:`gpudoctor.explain.kb.load_kb`: scanned in the whole
+log). The rest are read only in the log's last 64 KiB (where a failing tool's message is, like the
+weak hints) by :func:`tool_said`: a low-confidence ``tool.message`` diagnosis that names the tool and
+its message, never a cause.
+"""
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Dict, List, Optional, Pattern, Tuple
+
+__all__ = ["TOOL_MESSAGE", "TOOL_SCORE", "message_literal", "template_regex", "classified_variants", "tool_said",
+           "load_generated"]
+
+TOOLS_DIR = Path(__file__).resolve().parent / "kb" / "tools"
+#: Finding id of a recognised tool message that no family classifies.
+TOOL_MESSAGE = "tool.message"
+#: Its score: below every hint (0.4) and signature, so it never outranks a cause; only names the tool.
+TOOL_SCORE = 0.35
+_MAX_LINE = 4096
+_GAP = 256  # characters a %s may stand for
+
+# Bytes the scanner's literals already use (scan.literal_byte_classes): a literal holding another would
+# split a byte class and double the automaton. tests/test_explain.py counts the classes.
+_LITERAL_BYTES = frozenset(b" \"#'()+,-./0123456:;<=>?@[\\]_`abcdefghijklmnopqrstuvwxyz")
+_MIN_LITERAL = 16  # characters; shorter runs ("is not supported") are common words in any tool's output
+_MIN_CONSTANT = 18  # characters of constant text in the whole template
+
+_PRINTF = r"%(?:%|[-+ #0]{0,4}(?:\d{1,3}|\*)?(?:\.(?:\d{1,3}|\*))?(?:hh|h|ll|l|z|j|t|L|q|I64)?[diouxXeEfgGcspaA])"
+# EDG (cudafe++) also writes %sq (a quoted string), %nd / %no / %nfd (an entity), %t (a type), %p (a
+# position), each optionally numbered (%sq1).
+_EDG = r"%(?:sq|nq|tq|nod|nfd|nd|no|nf|np|n|t|p|s|d|u|lu|ld)\d?(?![a-z])"
+_SPECS = {"printf": re.compile(_PRINTF), "edg": re.compile(f"{_EDG}|{_PRINTF}")}
+
+
+def _pieces(template: str, dialect: str) -> List[Tuple[str, str]]:
+    """[("text", s) | ("spec", conversion)] with adjacent conversions kept apart."""
+    out: List[Tuple[str, str]] = []
+    pos = 0
+    for m in _SPECS[dialect].finditer(template):
+        if m.start() > pos:
+            out.append(("text", template[pos:m.start()]))
+        out.append(("text", "%") if m.group() == "%%" else ("spec", m.group()))
+        pos = m.end()
+    if pos < len(template):
+        out.append(("text", template[pos:]))
+    merged: List[Tuple[str, str]] = []
+    for kind, s in out:  # "%%" became text: join it with its neighbours
+        if merged and kind == "text" and merged[-1][0] == "text":
+            merged[-1] = ("text", merged[-1][1] + s)
+        else:
+            merged.append((kind, s))
+    return merged
+
+
+def _gap(spec: str) -> str:
+    """A bounded class for one conversion (None-free: unknown ones are any text)."""
+    conv = spec[-1] if not spec[-1].isdigit() else spec[-2]
+    if spec.rstrip("0123456789").endswith("q"):
+        return '"[^"\\n]{0,%d}"' % _GAP
+    if spec in ("%d", "%u", "%lu", "%ld") or conv in "diu" and not spec.startswith(("%s", "%n", "%t")):
+        return r"-?\d{1,20}"
+    if conv in "xX":
+        return r"[0-9a-f]{1,16}"
+    if conv in "eEfgGaA":
+        return r"[-+0-9.einfa]{1,32}"
+    if conv == "c":
+        return "."
+    return ""  # any text: the caller commits it to the next constant
+
+
+def _strip(pieces: List[Tuple[str, str]]) -> List[Tuple[str, str]]:
+    while pieces and (pieces[0][0] == "spec" or not pieces[0][1].strip()):
+        pieces = pieces[1:]
+    while pieces and (pieces[-1][0] == "spec" or not pieces[-1][1].strip(" .\n\t:")):
+        pieces = pieces[:-1]
+    if pieces:
+        pieces = [("text", pieces[0][1].lstrip())] + pieces[1:]
+        pieces = pieces[:-1] + [("text", pieces[-1][1].rstrip(" .\n\t"))] if len(pieces) > 1 else \
+            [("text", pieces[0][1].rstrip(" .\n\t"))]
+    return pieces
+
+
+def template_regex(template: str, dialect: str = "printf") -> Optional[str]:
+    """A linear regex for the template (see the module doc), or None when its constant text is too short
+    to tell it from other tools' words."""
+    pieces = _strip(_pieces(template, dialect))
+    texts = [s for k, s in pieces if k == "text"]
+    if sum(len(s.strip()) for s in texts) < _MIN_CONSTANT:
+        return None
+    out: List[str] = []
+    group = 0
+    i = 0
+    while i < len(pieces):
+        kind, s = pieces[i]
+        if kind == "text":
+            out.append(re.escape(s))
+            i += 1
+            continue
+        specs = []
+        while i < len(pieces) and pieces[i][0] == "spec":
+            specs.append(pieces[i][1])
+            i += 1
+        nxt = pieces[i][1] if i < len(pieces) else ""
+        gaps = [_gap(sp) for sp in specs]
+        if len(gaps) == 1 and gaps[0]:
+            out.append(gaps[0])
+            continue
+        prev = out[-1] if out else ""
+        quote = prev[-1:] if prev[-1:] in ("'", '"') else ""
+        if quote and nxt.startswith(quote) and len(specs) == 1:
+            out.append("[^%s\\n]{0,%d}" % (quote, _GAP))
+            continue
+        group += 1  # atomic: the first place the next text follows, never a retry (linear)
+        out.append("(?=(.{0,%d}?%s))\\%d" % (_GAP * len(specs), re.escape(nxt), group))
+        i += 1
+    return "".join(out)
+
+
+def message_literal(template: str, dialect: str = "printf") -> Optional[str]:
+    """The template's longest lower-case constant run within the scanner's byte classes, or None when
+    none is long enough (:data:`_MIN_LITERAL` characters, two words)."""
+    best = ""
+    for kind, s in _strip(_pieces(template, dialect)):
+        if kind != "text":
+            continue
+        for run in re.split(rb"[^%s]" % re.escape(bytes(sorted(_LITERAL_BYTES))), s.lower().encode("ascii", "replace")):
+            run = run.strip()
+            if len(run) > len(best):
+                best = run.decode()
+    words = re.findall(r"[a-z]{2,}", best)
+    return best if len(best) >= _MIN_LITERAL and len(words) >= 2 else None
+
+
+@lru_cache(maxsize=4)
+def load_generated(name: str = "generated.json", root: Optional[str] = None) -> Dict[str, object]:
+    """``name`` (generated.json: every template, ``{"binaries", "messages"}``; classified.json: the
+    classified ones, read on every run) plus classes.json's ``sources`` and ``more``; no messages when
+    the file is absent. Raises OSError/ValueError for an unreadable classes.json."""
+    base = Path(root) if root else TOOLS_DIR
+    try:
+        data = json.loads((base / name).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        data = {"messages": []}
+    classes = json.loads((base / "classes.json").read_text(encoding="utf-8"))
+    data["sources"], data["more"] = classes.get("sources", {}), classes.get("more", {})
+    return data
+
+
+def _source(data: dict, tools: List[str]) -> str:
+    return data["sources"].get(tools[0], "https://docs.nvidia.com/cuda/")
+
+
+def classified_variants(root: Optional[str] = None) -> Dict[str, List[dict]]:
+    """Class id -> variant dicts (the KB's schema plus ``vars``) for the classified templates."""
+    data = load_generated("classified.json", root)
+    out: Dict[str, List[dict]] = {}
+    for m in data["messages"]:
+        if not m.get("class"):
+            continue
+        fixed = {"tool": " or ".join(m["tools"]), "tool_template": m["template"]}
+        out.setdefault(m["class"], []).append({
+            "name": f"{'/'.join(m['tools'])} message: {m['template'][:80]}", "anchor": m["literal"],
+            "literal": m["literal"], "regex": m["regex"], "weight": m["weight"],
+            "source": f"{_source(data, m['tools'])} (generated from the {m['from'][0]} binary; family "
+                      f"'{m['family']}' in kb/tools/classes.json)", "vars": fixed})
+    return out
+
+
+# A tool names itself in front of its message: "ptxas fatal   : ", "nvcc warning : ", NCCL's "NCCL WARN ".
+_PREFIX = re.compile(r"\b(?P<tool>nvcc|ptxas|nvlink|fatbinary|cicc|cudafe\+\+)\s{0,3}(?P<level>fatal|error|warning|info)\s{0,4}:"
+                     r"|\bnccl (?P<nccl>warn|info)\b|(?P<trt>\[trt\]|tensorrt)", re.I)
+
+
+@lru_cache(maxsize=1)
+def _unclassified() -> Tuple[List[bytes], List[List[dict]]]:
+    by_literal: Dict[bytes, List[dict]] = {}
+    for m in load_generated()["messages"]:
+        if not m.get("class"):
+            by_literal.setdefault(m["literal"].encode(), []).append(m)
+    return list(by_literal), list(by_literal.values())
+
+
+@lru_cache(maxsize=4096)
+def _compiled(regex: str) -> Pattern[str]:
+    return re.compile(regex, re.IGNORECASE)
+
+
+def _hits(low: bytes, literals: List[bytes]) -> List[Tuple[int, int]]:
+    auto = _tail_automaton()
+    if auto is not None:
+        return [(idx, start) for idx, start, _end in auto.find_matches_as_indexes(low, overlapping=True)]
+    return [(i, low.find(lit)) for i, lit in enumerate(literals) if lit in low]
+
+
+@lru_cache(maxsize=1)
+def _tail_automaton():
+    """An automaton over the unclassified literals, or None without ahocorasick_rs. It searches 64 KiB
+    once per log, so it is built as an NFA: ~10x faster to build than the scanner's DFA (60 ms for
+    ~9,000 literals, measured), slower only per byte."""
+    try:
+        import ahocorasick_rs as ac
+    except ImportError:
+        return None
+    literals, _ = _unclassified()
+    impl = getattr(getattr(ac, "Implementation", None), "NoncontiguousNFA", None)
+    if not literals or not hasattr(ac, "BytesAhoCorasick"):
+        return None
+    try:
+        return ac.BytesAhoCorasick(literals, implementation=impl) if impl is not None else ac.BytesAhoCorasick(literals)
+    except TypeError:
+        return ac.BytesAhoCorasick(literals)
+
+
+def tool_said(tail: bytes, first_line: int, limit: int = 3) -> List[Dict[str, object]]:
+    """Lines of ``tail`` (the log's last bytes; its first line is number ``first_line``) that a tool's
+    unclassified template matches: ``[{"line_no", "line", "tool", "template", "from"}]``, first
+    ``limit`` in log order (``message``: the line from where the template starts)."""
+    literals, entries = _unclassified()
+    if not tail or not literals:
+        return []
+    low = tail.lower()
+    found: Dict[int, Dict[str, object]] = {}
+    for idx, start in sorted(_hits(low, literals), key=lambda h: h[1]):
+        line_start = low.rfind(b"\n", 0, start) + 1
+        if line_start in found:
+            continue
+        end = low.find(b"\n", start)
+        raw = tail[line_start:min(end if end >= 0 else len(tail), line_start + _MAX_LINE)]
+        text = raw.decode("utf-8", errors="replace")
+        for m in entries[idx]:
+            hit = _compiled(m["regex"]).search(text)
+            if hit:
+                pre = _PREFIX.search(text)
+                tool = (" or ".join(m["tools"]) if pre is None else
+                        pre.group("tool") or ("libnccl" if pre.group("nccl") else "TensorRT"))
+                if pre is not None and tool not in m["tools"] and not (tool == "nvcc" and "nvcc" in m["tools"]):
+                    tool = " or ".join(m["tools"])  # the prefix is another tool's: trust the binaries
+                found[line_start] = {"line_no": first_line + tail.count(b"\n", 0, line_start), "line": text.strip()[:300],
+                                     "tool": tool, "tools": m["tools"], "template": m["template"], "from": m["from"],
+                                     "message": text[hit.start():].strip()[:200]}
+                break
+        if len(found) >= limit:
+            break
+    return sorted(found.values(), key=lambda f: f["line_no"])
+
+
+def more_detail(tools: List[str]) -> List[str]:
+    """How to make each tool say more (classes.json ``more``)."""
+    more = load_generated()["more"]
+    return [c for t in tools for c in more.get(t, [])]
+
+
+def tool_signature(tool: str, binary: str):
+    """The ``tool.message`` signature for one tool: its title names the tool and its message; its fixes
+    say how to make that tool say more (classes.json ``more``), then ``gpudoctor check``."""
+    from gpudoctor.explain.kb import Signature
+
+    more = [c for t in tool.split(" or ") for c in load_generated()["more"].get(t, [])]
+    return Signature(
+        TOOL_MESSAGE, "tool", "warn", "{tool} said: {message}",
+        f"This message is one of the diagnostics compiled into {tool} ({binary}); no knowledge here says which part "
+        "of the environment causes it, so it is the tool's own word, not a diagnosis.",
+        "https://docs.nvidia.com/cuda/", (
+            {"summary": "Make the tool say more where it failed:", "commands": more or ["gpudoctor check"]},
+            {"summary": "Check the whole stack on the machine where it failed:", "commands": ["gpudoctor check"]}),
+        (), {}, "kb/tools/generated.json")
+
+
+def tool_matches(tail: bytes, first_line: int, skip_lines=frozenset()):
+    """(signature, [Match]) for the unclassified templates matched in ``tail`` outside ``skip_lines``
+    (lines another signature already explains), or None."""
+    from gpudoctor.explain.kb import Variant
+    from gpudoctor.explain.scan import Match
+
+    said = [s for s in tool_said(tail, first_line, limit=3 + len(skip_lines)) if s["line_no"] not in skip_lines][:3]
+    if not said:
+        return None
+    sig = tool_signature(str(said[0]["tool"]), str(said[0]["from"][0]))
+    out = []
+    for s in said:
+        var = Variant(f"{s['tool']} template", b"", b"", None, TOOL_SCORE,
+                      f"{_source(load_generated(), list(s['tools']))} (generated from the {s['from'][0]} binary)")
+        out.append(Match(sig, var, int(s["line_no"]), str(s["line"]),
+                         {"tool": str(s["tool"]), "message": str(s["message"]), "template": str(s["template"]),
+                          "binary": str(s["from"][0])}))
+    return sig, out
