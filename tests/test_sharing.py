@@ -14,6 +14,7 @@ import sys
 from gpudoctor.findings import Severity
 from gpudoctor.probes import process_limits
 from gpudoctor.render.redact import redact
+from gpudoctor.rules.sharing import WHERE_SET
 from tests.conftest import ROOT, by_id, judge
 
 GiB = 1 << 30
@@ -161,7 +162,31 @@ def test_FAKE_verified_limit_rerun_names_the_limit_and_its_fix():
     f = by_id(judge(_fake_facts(launch_error="cuDevicePrimaryCtxRetain: CUDA_ERROR_OUT_OF_MEMORY", rlimits=rl,
                                 rerun=rerun)), "process.limit_breaks_cuda")
     assert len(f) == 1 and f[0].severity == Severity.FAIL and "RLIMIT_AS=8.0 GiB" in f[0].title and "verified" in f[0].title
+    assert WHERE_SET in f[0].fixes[0].commands  # soft == hard: no `ulimit` can raise it here, find where it is set
     # A rerun that still failed with every limit raised acquits them: no limit finding at all.
     acquit = {"verified": False, "cause": None, "all_raised": {"ok": False}, "raised": ["RLIMIT_AS"]}
     found = judge(_fake_facts(launch_error="cuDevicePrimaryCtxRetain: CUDA_ERROR_OUT_OF_MEMORY", rlimits=rl, rerun=acquit))
     assert not [x for x in found if x.id.startswith("process.")]
+
+
+def test_a_step_that_failed_for_a_lowered_descriptor_limit_is_blamed_on_the_limit_not_the_tool():
+    """A real command started through subproc in a child whose RLIMIT_NOFILE leaves no room for its pipes."""
+    code = (
+        "import json, os, resource\n"
+        "from gpudoctor.process import subproc, limits\n"
+        "n = len(os.listdir('/proc/self/fd'))\n"
+        "resource.setrlimit(resource.RLIMIT_NOFILE, (n + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))\n"
+        "res = subproc.run(['/bin/true'], timeout=30)\n"
+        "print(json.dumps({'problem': res.problem(), 'rlimits': limits.read()}))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         env=dict(os.environ, PYTHONPATH=ROOT))
+    child = json.loads(out.stdout.strip().splitlines()[-1])
+    assert "Too many open files" in child["problem"]["what"]
+    found = judge({"process_limits": {"rlimits": child["rlimits"]}, "toolkit": {"problems": [child["problem"]]}})
+    f = by_id(found, "process.limit_hit", Severity.FAIL)
+    assert len(f) == 1 and f"RLIMIT_NOFILE={child['rlimits']['RLIMIT_NOFILE']['soft']}" in f[0].title
+    assert f[0].evidence["failed"] == ["/bin/true"] and f[0].fixes[0].commands[0].startswith("ulimit -Sn ")
+    # The same failure with the limit unlimited (FAKE: such a process could not have hit it) names no limit.
+    unlimited = dict(child["rlimits"], RLIMIT_NOFILE={"soft": None, "hard": None})
+    assert not by_id(judge({"process_limits": {"rlimits": unlimited}, "toolkit": {"problems": [child["problem"]]}}),
+                     "process.limit_hit")

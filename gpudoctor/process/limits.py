@@ -21,12 +21,15 @@ import json
 import os
 import resource
 import sys
+import time
 
 #: The limits a CUDA or NCCL process can run into, most likely first (the order the single reruns try).
 #: RLIMIT_CORE is left out: it only decides whether a crash writes a core file.
 NAMES = ("RLIMIT_AS", "RLIMIT_DATA", "RLIMIT_MEMLOCK", "RLIMIT_STACK", "RLIMIT_NOFILE", "RLIMIT_NPROC")
-#: Longest one rerun child may take (s); a differential runs at most len(NAMES) + 1 of them.
-RERUN_TIMEOUT = 8.0
+#: Longest one rerun child may take, and all of one differential's reruns together (s): the worker that
+#: calls it has its own timeout (10 s for the CUDA worker).
+RERUN_TIMEOUT = 5.0
+DIFFERENTIAL_BUDGET = 6.0
 _INF = resource.RLIM_INFINITY
 #: A rerun raises the stack limit this far, no further (see :func:`raise_target`).
 STACK_MOST = 1 << 30
@@ -80,14 +83,18 @@ def driver_present() -> bool:
     return os.path.exists("/proc/driver/nvidia/version") or os.path.exists("/dev/dxg")
 
 
-def _try(names) -> dict:
+def _try(names, deadline: float) -> dict:
     """One rerun child with ``names`` raised; its JSON, or ``{"ok": False, "error": ...}``."""
     from gpudoctor.process.subproc import run
+
+    left = deadline - time.monotonic()
+    if left <= 0.5:
+        return {"ok": False, "error": "no time left for this rerun"}
 
     env = dict(os.environ)
     pkg_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env["PYTHONPATH"] = pkg_parent + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    res = run([sys.executable, "-m", "gpudoctor.process.limits", ",".join(names)], timeout=RERUN_TIMEOUT, env=env)
+    res = run([sys.executable, "-m", "gpudoctor.process.limits", ",".join(names)], timeout=min(RERUN_TIMEOUT, left), env=env)
     lines = res.stdout.strip().splitlines()
     try:
         return json.loads(lines[-1])
@@ -108,14 +115,15 @@ def differential(failed_step: str, failure: str) -> dict:
     names = raisable()
     if not names:
         return dict(out, skipped="every limit is already at its hard limit and this process may not raise that")
-    both = _try(names)
+    deadline = time.monotonic() + DIFFERENTIAL_BUDGET
+    both = _try(names, deadline)
     out.update(raised=names, all_raised=both, reruns=1, cause=None, verified=False)
     if not both.get("ok"):
         return out  # fails with every limit raised: the limits are not the cause
     if len(names) == 1:
         return dict(out, cause=names, verified=True)
     for name in names:  # most likely first; stops at the first that alone brings CUDA back
-        one = _try([name])
+        one = _try([name], deadline)
         out["reruns"] += 1
         if one.get("ok"):
             return dict(out, cause=[name], verified=True, single=one)

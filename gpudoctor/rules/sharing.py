@@ -25,9 +25,12 @@ what will fail. Other users' names and command lines never enter a finding (repo
 """
 from __future__ import annotations
 
+import errno
+import os
 from typing import List
 
 from gpudoctor.findings import Finding, Fix, Severity
+from gpudoctor.process import problems as P
 
 MPS_DOC = "https://docs.nvidia.com/deploy/mps/index.html"
 NCCL_DOC = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html"
@@ -42,6 +45,12 @@ ULIMIT = {"RLIMIT_AS": ("-v", "as", True), "RLIMIT_DATA": ("-d", "data", True), 
           "RLIMIT_STACK": ("-s", "stack", True), "RLIMIT_NOFILE": ("-n", "nofile", False), "RLIMIT_NPROC": ("-u", "nproc", False)}
 WHERE_SET = ("grep -n ulimit ~/.bashrc ~/.profile ~/.bash_profile /etc/profile /etc/profile.d/*.sh 2>/dev/null; "
              "grep -rn -v '^#' /etc/security/limits.conf /etc/security/limits.d/ 2>/dev/null")
+
+
+#: The error a process gets when it reaches a limit (getrlimit(2)): open/pipe/dup past RLIMIT_NOFILE fail with
+#: EMFILE, fork/clone past RLIMIT_NPROC with EAGAIN. Read in the strerror text the failed steps recorded.
+LIMIT_ERRNO = {"RLIMIT_NOFILE": errno.EMFILE, "RLIMIT_NPROC": errno.EAGAIN}
+GETRLIMIT_DOC = "https://man7.org/linux/man-pages/man2/getrlimit.2.html"
 
 
 def _shown(name: str, value) -> str:
@@ -82,7 +91,7 @@ def limits(facts, ctx) -> List[Finding]:
     for f in fails:
         rerun = f.get("limits_rerun") or {}
         if rerun.get("verified") and rerun.get("cause"):
-            return [_verified(f, rerun, rl)]
+            return [_verified(f, rerun, rl, pl.get("privileged"))]
     # A rerun with every limit raised failed the same way: the limits are not the cause.
     acquitted = any((f.get("limits_rerun") or {}).get("all_raised") for f in fails)
     out = []
@@ -118,7 +127,7 @@ def _context_ran(facts) -> bool:
     return any((r.get("launch") or {}).get("vadd") for r in runs)
 
 
-def _verified(fail: dict, rerun: dict, rl: dict) -> Finding:
+def _verified(fail: dict, rerun: dict, rl: dict, privileged) -> Finding:
     names = rerun["cause"]
     shown = ", ".join(f"{n}={_shown(n, (rl.get(n) or {}).get('soft'))}" for n in names)
     raised = (rerun.get("single") or rerun.get("all_raised") or {}).get("raised") or {}
@@ -126,7 +135,10 @@ def _verified(fail: dict, rerun: dict, rl: dict) -> Finding:
     for n in names:
         flag, item, _ = ULIMIT[n]
         hard = (rl.get(n) or {}).get("hard")
-        cmds = [f"ulimit -S{flag} {_ulimit_value(n, hard)}"] if hard != (rl.get(n) or {}).get("soft") else []
+        if privileged:  # may raise the hard limit too (the rerun did)
+            cmds = [f"ulimit {flag} unlimited" if n != "RLIMIT_STACK" else f"ulimit -S{flag[1:]} {_ulimit_value(n, hard)}"]
+        else:
+            cmds = [f"ulimit -S{flag[1:]} {_ulimit_value(n, hard)}"] if hard != (rl.get(n) or {}).get("soft") else []
         fixes.append(Fix(f"Raise {n} for this shell" + (" (to its hard limit)" if cmds else
                                                         ": its hard limit is the same, so raise it where it is set") +
                          f", then remove the lower value where it is set (limits.conf item '{item}').",
@@ -274,4 +286,33 @@ def gpu_sharing(facts, ctx) -> List[Finding]:
                 title=f"{_label(g)} is shared: " + ", ".join(f"{_who(p, my_uid)} {p.get('used_mib', '?')} MiB" for p in others[:3])
                       + f"; {free} of {total} MiB free",
                 evidence=ev))
+    return out
+
+
+def limit_hit(facts, ctx) -> List[Finding]:
+    """Steps of this check that failed with the error a finite limit produces (EMFILE, EAGAIN): the limit, not the
+    tool, is why they failed; programs run from this shell meet the same wall."""
+    rl = facts["process_limits"].get("rlimits") or {}
+    out = []
+    for name, code in LIMIT_ERRNO.items():
+        soft, hard = (rl.get(name) or {}).get("soft"), (rl.get(name) or {}).get("hard")
+        if soft is None:
+            continue
+        words = os.strerror(code)
+        hit = sorted({rec["path"] for _, v in facts.items() for rec in P.walk(v)
+                      if any(words in str(rec.get(k) or "") for k in ("what", "last_line", "stderr_tail"))})
+        if not hit:
+            continue
+        flag, item, _ = ULIMIT[name]
+        out.append(Finding(
+            id="process.limit_hit", severity=Severity.FAIL, area="cuda",
+            title=f"{name}={_shown(name, soft)} (ulimit {flag}) is too low: {len(hit)} step(s) of this check failed with "
+                  f"'{words}' ({', '.join(os.path.basename(h) for h in hit[:4])}); the tools are not at fault",
+            evidence={name: _shown(name, soft), "hard": _shown(name, hard), "errno": errno.errorcode[code], "failed": hit[:10]},
+            detail=f"Past {name} the kernel refuses the call with {errno.errorcode[code]} ('{words}', getrlimit(2)); every "
+                   "program started from this shell inherits the limit (CUDA opens several device files per process, "
+                   "NCCL and data loaders many descriptors and threads).",
+            fixes=(Fix(f"Raise it for this shell, then find where it is lowered (limits.conf item '{item}').",
+                       (f"ulimit -S{flag[1:]} {_ulimit_value(name, hard)}", WHERE_SET)),),
+            doc=GETRLIMIT_DOC))
     return out
