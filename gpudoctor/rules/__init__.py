@@ -67,7 +67,7 @@ def _rules() -> List[Callable]:
         multigpu.gpu_missing, multigpu.gpus_differ, multigpu.topology, multigpu.p2p_unavailable, multigpu.nvlink_down,
         multigpu.fabric_manager,
         multigpu.shm_small, multigpu.nccl_env,
-        sharing.limits, sharing.gpu_sharing,
+        sharing.limits, sharing.limit_hit, sharing.gpu_sharing,
         toolkit.compiler_unsupported, toolkit.compiler_broken, toolkit.toolkit_broken, toolkit.ptxas_on_path_broken, toolkit.mixed_toolkit, toolkit.arch_unsupported, toolkit.inventory,
         libraries.library_not_found, libraries.cudnn_mismatch, libraries.tensorrt_libs,
         loader.loader_integrity,
