@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from gpudoctor.probes import cuda, driver
+from gpudoctor.probes import cuda, cudnn, driver
 from gpudoctor.probes import facts as typed
 from tests.conftest import by_id, ctx, judge, need
 
@@ -229,3 +229,33 @@ def test_a_plausible_cuda_answer_passes_unchanged(monkeypatch):
     facts = cuda.probe(ctx())
     assert facts["driver_cuda_version"] == "13.0" and facts["api"]["devices"][0]["compute_capability"] == "9.0"
     assert "problems" not in facts
+
+
+# --- cuDNN: a FAKE libcudnn.so.9 that answers 0, asked by the real library-version worker ------------------------
+
+FAKE_CUDNN_C = r"""
+/* FAKE damaged libcudnn: cudnnGetVersion() = 0, cudnnGetCudartVersion() = 99990 ("99.99"). */
+#include <stddef.h>
+size_t cudnnGetVersion(void) { return 0; }
+size_t cudnnGetCudartVersion(void) { return 99990; }
+"""
+
+
+def test_the_cudnn_probe_rejects_what_a_fake_libcudnn_says(tmp_path):
+    need(shutil.which("gcc") is not None, "gcc")
+    (tmp_path / "fake_cudnn.c").write_text(FAKE_CUDNN_C)
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(lib / "libcudnn.so.9.1.0"), str(tmp_path / "fake_cudnn.c"),
+                    "-Wl,-soname,libcudnn.so.9"], check=True)
+    os.symlink("libcudnn.so.9.1.0", lib / "libcudnn.so.9")
+    facts = cudnn.probe(ctx(LD_LIBRARY_PATH=str(lib)))
+    (copy,) = [c for c in facts["libraries"] if c["realpath"] == str(lib / "libcudnn.so.9.1.0")]
+    assert copy["api"] == {"cudnnGetVersion": 0, "cudnnGetCudartVersion": 99990}  # the raw answers stay as evidence
+    assert "api_version" in copy and copy["api_version"] is None
+    assert copy["built_for_cuda"] is None and copy["built_for_cuda_major"] is None
+    rejected = {r["call"]: r["value"] for r in facts["problems"] if r["kind"] == "implausible"
+                and r["path"] == copy["realpath"]}
+    assert rejected == {"cudnnGetVersion": "0", "cudnnGetCudartVersion": "99990"}
+    (f,) = [f for f in by_id(judge({"cudnn": facts}), "probe.implausible_value") if copy["realpath"] in f.title]
+    assert f.severity.value == "fail"

@@ -13,7 +13,7 @@ import re
 
 from gpudoctor.formats import cudnn as cudnn_fmt
 
-from gpudoctor.formats import nvidia_driver as nvidia_driver_fmt
+from gpudoctor.probes import facts as typed
 from gpudoctor.probes.libfind import index_for
 from gpudoctor.probes._worker import ask_libraries
 from gpudoctor.process.problems import read_text
@@ -43,23 +43,28 @@ def probe(ctx) -> dict:
     idx = index_for(ctx)
     copies = [c for c in idx.copies("libcudnn")]
     api = ask_libraries(ctx, [c.realpath for c in copies])
-    libs = []
+    libs, problems = [], []
     for c in copies:
         info = c.to_dict()
         got = api.get(c.realpath) or {}
         info["api"] = got
+        # Validated where parsed (gpudoctor.probes.facts): an implausible answer is a problem, never a version.
+        origin = typed.Origin(c.realpath, "the library-version worker", problems)
         if "cudnnGetVersion" in got:
-            info["api_version"] = cudnn_fmt.cudnn_version_from_int(got["cudnnGetVersion"])
+            info["api_version"] = origin.take(typed.cudnn_version, got["cudnnGetVersion"], "cudnnGetVersion")
         built = got.get("cudnnGetCudartVersion")
+        built_cuda = origin.take(typed.cuda_version, built, "cudnnGetCudartVersion") if built else None
         m = _WHEEL_CUDA.match(c.package or "")
-        info["built_for_cuda_major"] = int(m.group(1)) if m else (built // 1000 if built else None)
-        info["built_for_cuda"] = nvidia_driver_fmt.cuda_version_from_int(built) if built else None
+        info["built_for_cuda_major"] = int(m.group(1)) if m else (int(built_cuda.split(".")[0]) if built_cuda else None)
+        info["built_for_cuda"] = built_cuda
         libs.append(info)
-    headers, problems = [], []
+    headers = []
     for h in _header_candidates(idx):
         text = read_text(h, problems, limit=65536)
         v = cudnn_fmt.parse_cudnn_version_header(text) if text is not None else None
-        headers.append({"path": h, "version": ".".join(map(str, v)) if v else None})
+        said = typed.Origin(h, "cudnn_version.h", problems)
+        headers.append({"path": h, "version": said.take(typed.cudnn_version, ".".join(map(str, v)) if v else None,
+                                                        "CUDNN_MAJOR.CUDNN_MINOR.CUDNN_PATCHLEVEL")})
     majors = sorted({(c.version or "").split(".")[0] for c in copies if c.version})
     return {
         "libraries": libs,

@@ -89,6 +89,22 @@ def nvml_version(value) -> str:
     return value.strip()
 
 
+def cudnn_version(value) -> str:
+    """``"9.1.0"`` from ``cudnnGetVersion()``'s int (90100; 8907 for cuDNN 8) or a dotted text; raises
+    :class:`Implausible` for 0, the never-used 10000-89999 range, or a major outside 1-20."""
+    from gpudoctor.formats.cudnn import cudnn_version_from_int
+
+    expected = "a cuDNN version (e.g. 9.1.0 from cudnnGetVersion() = 90100)"
+    try:
+        text = cudnn_version_from_int(value) if isinstance(value, int) and not isinstance(value, bool) else value
+    except ValueError:
+        raise Implausible(value, expected) from None
+    parts = text.split(".") if isinstance(text, str) else []
+    if len(parts) != 3 or not all(p.isdigit() for p in parts) or not 1 <= int(parts[0]) <= 20:
+        raise Implausible(value, expected)
+    return text
+
+
 def gpu_name(value) -> str:
     if not isinstance(value, str) or not 0 < len(value.strip()) <= 96 or not value.isprintable():
         raise Implausible(value, "a GPU name (1-96 printable characters)")
