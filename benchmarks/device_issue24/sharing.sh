@@ -6,7 +6,7 @@
 #   as_limit     ulimit -v 8 GiB: CUDA's context reserves more address space -> out of memory
 #   memory_97    another process holds ~97% of GPU memory: a 4 GiB allocation fails, small contexts still work
 #   memory_full  another process holds all it can: a new context fails with out of memory
-#   nofile_low   ulimit -Sn 32: exploratory (does CUDA need more descriptors than that? the truth says)
+#   nofile_low   ulimit -Sn 48: exploratory: does PyTorch+CUDA fail? do the check's own steps (EMFILE)?
 # Env: GD (command that runs gpudoctor), OUTDIR (outputs). Each state well under 60 s.
 set -u
 : "${GD:=python3 -m gpudoctor}" "${OUTDIR:=/tmp/sharing-out}"
@@ -85,7 +85,7 @@ check memory_full || echo "memory_full: state failed"
 cleanup
 
 state nofile_low
-( ulimit -Sn 32; limits nofile_low
+( ulimit -Sn 48; limits nofile_low
   truth nofile_low torch-tensor "$TORCH_CTX"; truth nofile_low driver-context "$DRIVER_CTX"
   check nofile_low ) || echo "nofile_low: state failed"
 
