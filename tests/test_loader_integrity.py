@@ -267,3 +267,39 @@ def test_a_pointer_the_loader_never_reaches_is_a_warning_not_a_failure(tmp_path)
              if f.evidence.get("path") == str(pointer)]
     assert [(f.id, f.severity.value) for f in found] == [("library.damaged", "warn")]
     assert found[0].title.startswith(f"{builtins.name} found in LD_LIBRARY_PATH ({pointer.parent}) is a Git LFS pointer")
+
+
+def judge_loader(**env) -> list:
+    """The loader rule's findings on the real loader probe's facts in ``env`` (on top of this environment)."""
+    from conftest import ctx
+    from gpudoctor.rules import Facts, RuleContext
+    from gpudoctor.rules.fixes import OsFlavor
+    from gpudoctor.rules.loader import loader_integrity
+
+    facts = loader_probe.probe(ctx(**env))
+    return loader_integrity(Facts({"loader": facts}), RuleContext(None, OsFlavor("debian", "debian", "12")))
+
+
+def test_a_preload_ld_so_ignores_is_a_warning_with_its_unset_line(tmp_path):
+    cudart = "/usr/local/cuda/lib64/libcudart.so.13"
+    pointer = lfs_pointer(cudart, tmp_path / "pre" / "libcudart.so.13")
+    real = subprocess.run([sys.executable, "-c", "print('ran')"], env=_env(LD_PRELOAD=str(pointer)),
+                          capture_output=True, text=True, timeout=60)
+    assert real.stdout.strip() == "ran" and "cannot be preloaded (invalid ELF header): ignored" in real.stderr
+    found = [f for f in judge_loader(LD_PRELOAD=str(pointer), LD_LIBRARY_PATH=None) if f.evidence.get("path") == str(pointer)]
+    assert [(f.id, f.severity.value) for f in found] == [("library.damaged", "warn")]
+    assert found[0].title.startswith(f"libcudart.so.13 preloaded by LD_PRELOAD ({pointer}) is a Git LFS pointer")
+    assert "unset LD_PRELOAD" in [c for fx in found[0].fixes for c in fx.commands]
+
+
+def test_a_foreign_class_library_alone_on_the_path_is_named_once(tmp_path):
+    foreign = i386_library(tmp_path / "i386" / "libnccl.so.2", "libnccl.so.2")
+    env = _env(LD_LIBRARY_PATH=str(foreign.parent))
+    real = subprocess.run([sys.executable, "-c", "import ctypes; ctypes.CDLL('libnccl.so.2')"], env=env,
+                          capture_output=True, text=True, timeout=60)
+    if "wrong ELF class" not in real.stderr:
+        pytest.skip(f"another libnccl.so.2 is on this machine's search path: {real.stderr[-200:]}")
+    found = [f for f in judge_loader(LD_LIBRARY_PATH=str(foreign.parent)) if f.id == "library.wrong_arch"]
+    assert len(found) == 1 and found[0].severity.value == "warn"  # NCCL is loaded by path too (a wheel's copy)
+    assert found[0].title.startswith(f"libnccl.so.2: the only file the loader finds, {foreign} (LD_LIBRARY_PATH), "
+                                     "is a 32-bit i386 library")

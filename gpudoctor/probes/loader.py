@@ -38,7 +38,8 @@ _SONAME = re.compile(r"^(lib[\w.+-]*?\.so(?:\.\d+)*)$")
 def probe(ctx) -> dict:
     """``{"process": {executable, elf_class, machine}, "libraries": [{soname, loaded_by, path, realpath, via,
     entry, loader?, skipped?, package?, package_version?, git_root?, file: elf_check facts}], "unresolved":
-    [{soname, loaded_by, skipped}] (only files of another class or machine were found), "copies": [{path,
+    [{soname, loaded_by, skipped, by_name}] (only files of another class or machine were found; by_name: a
+    program asks for this soname itself, not for a path), "copies": [{path,
     realpath, origin, loaded_by, package?, ..., file}] (other copies the probes load by path), "preload":
     [{path, entry, via, file}]}``."""
     idx = index_for(ctx)
@@ -63,7 +64,8 @@ def probe(ctx) -> dict:
             trace, skipped = idx.loader_search(soname, loader)
             if trace is None:
                 if skipped:
-                    unresolved.append({"soname": soname, "loaded_by": list(loaded_by), "skipped": skipped})
+                    unresolved.append({"soname": soname, "loaded_by": list(loaded_by), "skipped": skipped,
+                                       "by_name": soname in ALWAYS})
                 continue
             if loader and trace["via"] in ("DT_RPATH", "DT_RUNPATH"):
                 trace["loader"] = loader

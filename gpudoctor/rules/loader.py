@@ -60,7 +60,7 @@ def loader_integrity(facts, ctx) -> List[Finding]:
     strings = list(_messages(facts))
     out = []
     for e in lf.get("preload") or []:
-        if damaged(e["file"]) or _foreign(e["file"], process):
+        if damaged(e["file"]):
             out.append(_damaged(e, lf, records, strings, ctx, every_process=True))
     for e in lf.get("libraries") or []:
         if damaged(e["file"]) and e["via"] not in ("LD_PRELOAD", "/etc/ld.so.preload"):
@@ -96,8 +96,11 @@ def _messages(facts) -> Iterable[tuple]:
 
 
 def _loads(rec: dict, e: dict, every_process: bool) -> bool:
-    """Does the program of ``rec`` load the file of ``e``?"""
-    if every_process or rec["path"] in (e["path"], e["realpath"]) or os.path.realpath(rec["path"]) == e["realpath"]:
+    """Does the program of ``rec`` load the file of ``e``? (A preload ld.so ignores, one that is no ELF at all,
+    is loaded by nothing; one cut inside its segments crashes every program.)"""
+    if every_process:
+        return unloadable(e["file"]) and e["file"].get("kind") == "elf" and rec["kind"] == "signal"
+    if rec["path"] in (e["path"], e["realpath"]) or os.path.realpath(rec["path"]) == e["realpath"]:
         return True
     m = _WORKER.search(rec.get("command") or "")
     who = f"worker {m.group(1)}" if m else os.path.basename(rec["path"])
@@ -127,6 +130,8 @@ def _damaged(e: dict, lf: dict, records: List[dict], strings: List[tuple], ctx, 
                 "package": e.get("package"), "loaded_by": e.get("loaded_by")}
     if crashed:
         evidence["crashed"] = crashed
+    if crashed or errors:  # the cause is stated: explain's reading of the tool's words stays evidence
+        evidence["cause"] = {"id": "library.damaged", "title": f"{e['path']} is {what}", "confidence": "high"}
     if errors:
         evidence["errors"] = errors
     # ld.so prints an error for a preload it cannot open and goes on without it; a picked one stops the load.
@@ -243,10 +248,14 @@ def _wrong_arch(lf: dict, process: dict, ctx) -> List[Finding]:
     """Files of another ELF class or machine: skipped by the loader (a warning), or all it found (a failure)."""
     out = []
     proc = f"{process.get('elf_class')}-bit {process.get('machine')}"
+    seen = set()
     for u in lf.get("unresolved") or []:
         s = u["skipped"][0]
+        seen.update(os.path.realpath(x["path"]) for x in u["skipped"])
+        # fails a program only where it is asked for by name (libcuda.so.1, libnvidia-ml.so.1); a library also
+        # loaded by path (a wheel's NCCL, cuDNN) is found there
         out.append(Finding(
-            "library.wrong_arch", Severity.FAIL, _area(u["soname"]),
+            "library.wrong_arch", Severity.FAIL if u.get("by_name") else Severity.WARN, _area(u["soname"]),
             f"{u['soname']}: the only file the loader finds, {s['path']} ({s['via']}), is a {s['elf_class']}-bit "
             f"{s['machine']} library; this is a {proc} process",
             evidence={"soname": u["soname"], "skipped": u["skipped"], "process": proc, "loaded_by": u.get("loaded_by")},
@@ -254,7 +263,6 @@ def _wrong_arch(lf: dict, process: dict, ctx) -> List[Finding]:
                        "search path).", (f"file -L {shlex.quote(s['path'])}",)),),
             detail="dlopen() passes over libraries of another class or machine and fails with 'wrong ELF class' "
                    "when nothing else is found."))
-    seen = set()
     for e in lf.get("libraries") or []:
         for s in e.get("skipped") or []:
             seen.add(os.path.realpath(s["path"]))
@@ -265,6 +273,13 @@ def _wrong_arch(lf: dict, process: dict, ctx) -> List[Finding]:
                 evidence={"path": s["path"], "via": s["via"], "entry": s["entry"], "picked": e["path"], "process": proc},
                 fixes=(Fix("Take the foreign library out of the search path (a program that needs exactly that "
                            "directory gets the wrong copy or none).", (f"file -L {shlex.quote(s['path'])}",)),)))
+    for p in lf.get("preload") or []:
+        if _foreign(p["file"], process):
+            out.append(Finding(
+                "library.wrong_arch", Severity.WARN, _area(os.path.basename(p["path"])),
+                f"{p['path']} ({p['via']}) is {what_it_is(p['file'])}: ld.so ignores it in this {proc} process",
+                evidence={"path": p["path"], "via": p["via"], "entry": p["entry"], "process": proc},
+                fixes=_fixes(dict(p, file=p["file"]), lf, ctx)[:1]))
     for c in lf.get("copies") or []:
         if _foreign(c["file"], process) and c["realpath"] not in seen:
             out.append(Finding(
