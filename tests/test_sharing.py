@@ -190,3 +190,28 @@ def test_a_step_that_failed_for_a_lowered_descriptor_limit_is_blamed_on_the_limi
     unlimited = dict(child["rlimits"], RLIMIT_NOFILE={"soft": None, "hard": None})
     assert not by_id(judge({"process_limits": {"rlimits": unlimited}, "toolkit": {"problems": [child["problem"]]}}),
                      "process.limit_hit")
+
+
+def test_FAKE_a_rerun_that_passes_under_the_same_limits_blames_no_limit():
+    """A kernel that failed for another reason (no code for the GPU): cuInit + context pass in the baseline."""
+    rl = {"RLIMIT_AS": {"soft": 8 * GiB, "hard": 8 * GiB}}
+    rerun = {"verified": False, "cause": None, "baseline": {"ok": True}, "reruns": 1}
+    found = judge(_fake_facts(launch_error="cuModuleLoadData: CUDA_ERROR_NO_BINARY_FOR_GPU", rlimits=rl, rerun=rerun))
+    assert not [x for x in found if x.id.startswith("process.")]
+
+
+def test_the_real_differential_acquits_the_limits_of_a_failure_raising_them_does_not_fix(monkeypatch):
+    """Real rerun children; FAKE only the kernel-driver presence (none here), so cuInit fails in every rerun."""
+    monkeypatch.setattr(process_limits.limits, "driver_present", lambda: True)
+    monkeypatch.setenv("PYTHONPATH", ROOT)
+    if not process_limits.limits.raisable():
+        import pytest
+
+        pytest.skip("every limit here is already at its most")
+    res = process_limits.limits.differential("cuInit", "CUDA_ERROR_NO_DEVICE")
+    assert res["baseline"]["ok"] is False and res["baseline"]["cuInit"] != "CUDA_SUCCESS"
+    assert res["all_raised"]["ok"] is False and res["all_raised"]["raised"]  # raised, and still failing
+    assert res["cause"] is None and res["verified"] is False and res["reruns"] == 2
+    found = judge({"process_limits": {"rlimits": res["limits"]},
+                   "cuda": {"api": {"cuInit": {"result": "CUDA_ERROR_NO_DEVICE"}, "limits_rerun": res}}})
+    assert not [x for x in found if x.id in ("process.limit_breaks_cuda", "process.address_space_limit")]

@@ -104,10 +104,11 @@ def _try(names, deadline: float) -> dict:
 
 
 def differential(failed_step: str, failure: str) -> dict:
-    """Rerun the CUDA steps with every raisable soft limit raised, then (if that passed) with one at a time.
+    """Rerun the CUDA steps under the same limits (the baseline must fail too, else the limits are not what
+    failed), then with every raisable soft limit raised, then (if that passed) with one at a time.
 
-    Returns ``{"failed_step", "failure", "limits": read(), "privileged", "raised": [names],
-    "all_raised": child result, "cause": [names]|None, "verified": bool, "reruns": int}``, or with
+    Returns ``{"failed_step", "failure", "limits": read(), "privileged", "baseline": child result,
+    "raised": [names], "all_raised": child result, "cause": [names]|None, "verified": bool, "reruns": int}``, or with
     ``"skipped": why`` when no rerun was made (no kernel driver, nothing to raise)."""
     out = {"failed_step": failed_step, "failure": failure, "limits": read(), "privileged": privileged()}
     if not driver_present():
@@ -116,8 +117,12 @@ def differential(failed_step: str, failure: str) -> dict:
     if not names:
         return dict(out, skipped="every limit is already at its hard limit and this process may not raise that")
     deadline = time.monotonic() + DIFFERENTIAL_BUDGET
+    base = _try([], deadline)
+    out.update(baseline=base, reruns=1, cause=None, verified=False)
+    if base.get("ok"):  # the steps pass under the same limits: what failed was something else (a kernel, a module)
+        return out
     both = _try(names, deadline)
-    out.update(raised=names, all_raised=both, reruns=1, cause=None, verified=False)
+    out.update(raised=names, all_raised=both, reruns=2)
     if not both.get("ok"):
         return out  # fails with every limit raised: the limits are not the cause
     if len(names) == 1:

@@ -92,8 +92,9 @@ def limits(facts, ctx) -> List[Finding]:
         rerun = f.get("limits_rerun") or {}
         if rerun.get("verified") and rerun.get("cause"):
             return [_verified(f, rerun, rl, pl.get("privileged"))]
-    # A rerun with every limit raised failed the same way: the limits are not the cause.
-    acquitted = any((f.get("limits_rerun") or {}).get("all_raised") for f in fails)
+    # The rerun passed under the same limits, or failed the same way with every limit raised: not the limits.
+    acquitted = any((f.get("limits_rerun") or {}).get("all_raised") or ((f.get("limits_rerun") or {}).get("baseline") or {}).get("ok")
+                    for f in fails)
     out = []
     oom = [f for f in fails if "OUT_OF_MEMORY" in f["error"]]
     as_soft = (rl.get("RLIMIT_AS") or {}).get("soft")
