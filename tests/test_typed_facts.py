@@ -259,3 +259,23 @@ def test_the_cudnn_probe_rejects_what_a_fake_libcudnn_says(tmp_path):
     assert rejected == {"cudnnGetVersion": "0", "cudnnGetCudartVersion": "99990"}
     (f,) = [f for f in by_id(judge({"cudnn": facts}), "probe.implausible_value") if copy["realpath"] in f.title]
     assert f.severity.value == "fail"
+
+
+# --- the toolkit: a FAKE nvcc that says "release 0.0" --------------------------------------------------------
+
+def test_a_toolkit_release_0_0_is_a_probe_error(tmp_path):
+    from gpudoctor.probes import toolkit
+
+    nvcc = tmp_path / "bin" / "nvcc"
+    nvcc.parent.mkdir()
+    nvcc.write_text("#!/bin/sh\n# FAKE nvcc: a wrapper that answers a release no CUDA has\n"
+                    "echo 'Cuda compilation tools, release 0.0, V0.0.0'\necho 'Build cuda_0.0.r0.0/compiler.0_0'\n")
+    nvcc.chmod(0o755)
+    facts = toolkit.describe_nvcc(str(nvcc), "PATH", dict(os.environ, PATH=f"{nvcc.parent}:/usr/bin:/bin"), 20.0)
+    assert facts["release"] is None and facts["version"] == "0.0.0"  # the raw text stays; the release is not judged
+    (rec,) = [r for r in facts["problems"] if r["kind"] == "implausible"]
+    assert rec["path"] == str(nvcc) and rec["value"] == "0.0"
+    findings = judge({"toolkit": {"toolkits": [facts], "on_path": str(nvcc)}})
+    (f,) = by_id(findings, "probe.implausible_value")
+    assert str(nvcc) in f.title
+    assert not [g for g in findings if g.id == "gpudoctor.rule_error"]

@@ -19,6 +19,7 @@ from gpudoctor.formats import compilers as compilers_fmt
 
 from gpudoctor.formats import nvcc as nvcc_fmt
 from gpudoctor.formats.nvcc import parse_dryrun  # noqa: F401 - probes/tests use them here
+from gpudoctor.probes import facts as typed
 from gpudoctor.process import differential
 from gpudoctor.process.problems import read_text
 from gpudoctor.process.subproc import run
@@ -122,6 +123,9 @@ def describe_nvcc(path: str, via: str, env, timeout: float) -> dict:
                                                                  command=f"{path} --version")
         return facts
     facts.update(parsed_version)
+    # Validated where parsed (gpudoctor.probes.facts): "release 0.0" is a probe error, never a toolkit version.
+    said = typed.Origin(path, "nvcc --version", problems)
+    facts["release"] = said.take(typed.cuda_version, facts.get("release"), "nvcc --version (release)")
     parsed = parse_dryrun(dry.output)
     variables = parsed["vars"]
     here = variables.get("_HERE_")
