@@ -281,7 +281,7 @@ def gpu_sharing(facts, ctx) -> List[Finding]:
                     Fix("Or run on another GPU.", tuple(alt)) if alt else None,
                 ) if f is not None),
                 doc="https://docs.nvidia.com/deploy/nvml-api/group__nvmlDeviceQueries.html"))
-        else:
+        elif any(p.get("found") for p in others):  # an unresolved PID alone may be our own worker seen from a container
             out.append(Finding(
                 id="gpu.shared", severity=Severity.INFO, area="devices",
                 title=f"{_label(g)} is shared: " + ", ".join(f"{_who(p, my_uid)} {p.get('used_mib', '?')} MiB" for p in others[:3])
