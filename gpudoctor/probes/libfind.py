@@ -12,6 +12,8 @@ secure-execution (setuid) mode.
 """
 from __future__ import annotations
 
+import bisect
+import fnmatch
 import glob
 import os
 import site
@@ -136,6 +138,8 @@ class LibraryIndex:
         self.pip_owned = pip_owned_libs(self.site_dirs, self.problems)
         self.dirs = self._search_dirs()
         self._files: Dict[str, dict] = {}  # path -> elf_check.check_file (one header read per file per run)
+        self._dirs_listed: Dict[str, List[str]] = {}
+        self._process: Optional[dict] = None
         #: (file, entry, via) of each object every process loads first: LD_PRELOAD, then /etc/ld.so.preload.
         self.preload = self._preloads()
 
@@ -148,8 +152,10 @@ class LibraryIndex:
 
     def process_elf(self) -> dict:
         """ELF class and machine of the process that loads (this interpreter: the workers run it too)."""
-        info = self.file_info(os.path.realpath(sys.executable))
-        return {"elf_class": info.get("elf_class") or 64, "machine": info.get("machine") or "x86-64"}
+        if self._process is None:
+            info = self.file_info(os.path.realpath(sys.executable))
+            self._process = {"elf_class": info.get("elf_class") or 64, "machine": info.get("machine") or "x86-64"}
+        return self._process
 
     def _preloads(self) -> List[Tuple[str, str, str]]:
         from gpudoctor.process.problems import read_text
@@ -197,8 +203,12 @@ class LibraryIndex:
     def copies(self, stem: str) -> List[LibCopy]:
         """Every distinct file (by realpath) named ``{stem}.so*``, e.g. stem ``libcudart``."""
         found: Dict[str, LibCopy] = {}
+        pattern = stem + ".so*"
+        prefix = pattern.split("*", 1)[0].split("?", 1)[0].split("[", 1)[0]
         for d, origin in self.dirs:
-            for path in sorted(glob.glob(os.path.join(d, stem + ".so*"))):
+            listing = self._listing(d)
+            names = listing[bisect.bisect_left(listing, prefix):bisect.bisect_left(listing, prefix + "\U0010ffff")]
+            for path in [os.path.join(d, n) for n in fnmatch.filter(names, pattern)]:
                 real = os.path.realpath(path)
                 if real in found or not os.path.isfile(real):
                     continue
@@ -208,6 +218,18 @@ class LibraryIndex:
                     version = pkg[1]  # wheel files are named libX.so.13: the wheel knows the full version
                 found[real] = LibCopy(path, real, origin, version, pkg[0] if pkg else None)
         return list(found.values())
+
+    def _listing(self, d: str) -> List[str]:
+        """The names in directory ``d`` (sorted; no dot files, as glob), listed once per run: every probe
+        asks for its own libraries in the same few large system directories."""
+        names = self._dirs_listed.get(d)
+        if names is None:
+            try:
+                names = sorted(n for n in os.listdir(d) if not n.startswith("."))
+            except OSError:
+                names = []
+            self._dirs_listed[d] = names
+        return names
 
     def loader_pick(self, soname: str) -> Optional[str]:
         """The file ``dlopen(soname)`` would open from a binary without RPATH, or None."""
