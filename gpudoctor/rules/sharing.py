@@ -44,7 +44,7 @@ FREE_SHARE = 0.10
 ULIMIT = {"RLIMIT_AS": ("-v", "as", True), "RLIMIT_DATA": ("-d", "data", True), "RLIMIT_MEMLOCK": ("-l", "memlock", True),
           "RLIMIT_STACK": ("-s", "stack", True), "RLIMIT_NOFILE": ("-n", "nofile", False), "RLIMIT_NPROC": ("-u", "nproc", False)}
 WHERE_SET = ("grep -n ulimit ~/.bashrc ~/.profile ~/.bash_profile /etc/profile /etc/profile.d/*.sh 2>/dev/null; "
-             "grep -rn -v '^#' /etc/security/limits.conf /etc/security/limits.d/ 2>/dev/null")
+             "grep -rnE '^[[:space:]]*[^#[:space:]]' /etc/security/limits.conf /etc/security/limits.d/ 2>/dev/null")
 
 
 #: The error a process gets when it reaches a limit (getrlimit(2)): open/pipe/dup past RLIMIT_NOFILE fail with
