@@ -215,3 +215,25 @@ def test_the_real_differential_acquits_the_limits_of_a_failure_raising_them_does
     found = judge({"process_limits": {"rlimits": res["limits"]},
                    "cuda": {"api": {"cuInit": {"result": "CUDA_ERROR_NO_DEVICE"}, "limits_rerun": res}}})
     assert not [x for x in found if x.id in ("process.limit_breaks_cuda", "process.address_space_limit")]
+
+
+def test_FAKE_an_mps_server_with_a_low_descriptor_limit():
+    mps = {"pid": 99, "found": True, "ours": False, "uid": 0, "program": "nvidia-cuda-mps-server", "nofile_soft": 1024,
+           "used_mib": 30, "type": "compute"}
+    f = by_id(judge(_fake_facts(procs=[mps], free=70000)), "gpu.mps_nofile_low", Severity.WARN)
+    assert len(f) == 1 and "16384" in f[0].title and "PID 99" in f[0].title
+    assert not by_id(judge(_fake_facts(procs=[dict(mps, nofile_soft=65536)], free=70000)), "gpu.mps_nofile_low")
+
+
+def test_a_real_process_limit_is_read_from_proc():
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+
+    def lower():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (77, hard))
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"], preexec_fn=lower)
+    try:
+        assert process_limits._nofile_soft(f"/proc/{child.pid}") == 77
+    finally:
+        child.kill()
+        child.wait()

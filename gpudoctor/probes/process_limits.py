@@ -25,7 +25,8 @@ def probe(ctx, proc: str = "/proc") -> dict:
     "uid": int, "status": {key: str}, "shm": {path, size_bytes, free_bytes}, "cgroup_memory": {path,
     max_bytes (None = max), current_bytes}|None, "gpu_processes": [{"gpu", "pid", "used_mib", "type",
     "found": bool (a /proc entry of this PID namespace that has a GPU open, or could not be checked),
-    "why_not_found", "ours": bool, "uid", "program", "user" and "command" (only this user's processes)}],
+    "why_not_found", "ours": bool, "uid", "program", "nofile_soft" (its own RLIMIT_NOFILE, None = unlimited),
+    "user" and "command" (only this user's processes)}],
     "gpus": [{"index", "compute_mode", "memory_total_mib", "memory_free_mib"}], "problems": []}``."""
     problems: list = []
     out = {
@@ -100,7 +101,8 @@ def _resolve(proc: str, pid, me: int, my_uid: int) -> dict:
     if gpu_open is False:
         return {"pid": pid, "found": False, "ours": False,
                 "why_not_found": f"PID {pid} here is {comm!r}, which has no GPU open: the GPU user is in another PID namespace"}
-    out = {"pid": pid, "found": True, "ours": _descends_from(proc, pid, me), "uid": st.st_uid, "program": comm}
+    out = {"pid": pid, "found": True, "ours": _descends_from(proc, pid, me), "uid": st.st_uid, "program": comm,
+           "nofile_soft": _nofile_soft(d)}
     if st.st_uid == my_uid:  # another user's command line and name stay out of the report (it may be pasted)
         try:
             argv = _read(os.path.join(d, "cmdline")).split(b"\0")
@@ -114,6 +116,18 @@ def _resolve(proc: str, pid, me: int, my_uid: int) -> dict:
         except KeyError:
             pass
     return out
+
+
+def _nofile_soft(d: str):
+    """The process's soft RLIMIT_NOFILE from /proc/PID/limits (proc(5)); None when unlimited or unreadable."""
+    try:
+        for line in _read(os.path.join(d, "limits")).decode(errors="replace").splitlines():
+            if line.startswith("Max open files"):
+                soft = line[len("Max open files"):].split()[0]
+                return int(soft) if soft.isdigit() else None
+    except OSError:
+        pass
+    return None
 
 
 def _has_gpu_open(d: str):

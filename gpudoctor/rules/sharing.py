@@ -35,6 +35,8 @@ from gpudoctor.process import problems as P
 MPS_DOC = "https://docs.nvidia.com/deploy/mps/index.html"
 NCCL_DOC = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html"
 MODES_DOC = "https://docs.nvidia.com/deploy/nvml-api/group__nvmlDeviceEnumvs.html"
+#: The MPS server's descriptor limit NVIDIA recommends (MPS guide, "Troubleshooting").
+MPS_NOFILE = 16384
 #: nvmlComputeMode_t (nvml.h).
 EXCLUSIVE_PROCESS, PROHIBITED = 3, 2
 #: Free memory below this share of the total, with other processes holding most of the rest, is a GPU
@@ -226,6 +228,29 @@ def _context_failure(facts, gpu: dict, words) -> dict:
     return None
 
 
+def _mps_nofile(facts, g: dict, others: List[dict], ev: dict) -> List[Finding]:
+    """An MPS server on this GPU whose own descriptor limit is below NVIDIA's recommendation: its clients'
+    allocations and contexts fail ("MPS Server failed to create/open SHM segment", MPS guide)."""
+    out = []
+    for p in others:
+        n = p.get("nofile_soft")
+        if p.get("program") != "nvidia-cuda-mps-server" or n is None or n >= MPS_NOFILE:
+            continue
+        failed = _context_failure(facts, g, ("CUDA_ERROR",))
+        out.append(Finding(
+            id="gpu.mps_nofile_low", severity=Severity.FAIL if failed else Severity.WARN, area="devices",
+            title=f"{_label(g)}: the MPS server (PID {p['pid']}) may open only {n} files (NVIDIA recommends {MPS_NOFILE} "
+                  "or more): its clients' contexts and allocations fail when it runs out"
+                  + (f"; this check's CUDA step failed: {failed['error'][:80]}" if failed else ""),
+            evidence=dict(ev, mps_server_pid=p["pid"], mps_server_nofile=n),
+            detail="The MPS server opens shared-memory segments per client allocation; past its RLIMIT_NOFILE it logs "
+                   "'MPS Server failed to create/open SHM segment' and the client's call fails.",
+            fixes=(Fix("Restart the MPS control daemon from a shell with a higher limit (it passes the limit to the server).",
+                       ("echo quit | nvidia-cuda-mps-control", f"ulimit -n {MPS_NOFILE} && nvidia-cuda-mps-control -d")),),
+            doc=MPS_DOC))
+    return out
+
+
 def gpu_sharing(facts, ctx) -> List[Finding]:
     """Per GPU: a compute mode that refuses this process a context, and memory other processes hold."""
     pl = facts["process_limits"]
@@ -261,6 +286,7 @@ def gpu_sharing(facts, ctx) -> List[Finding]:
                 ) if f is not None),
                 doc=MODES_DOC))
             continue
+        out.extend(_mps_nofile(facts, g, others, ev))
         total, free = g.get("memory_total_mib"), g.get("memory_free_mib")
         if not others or not total or free is None:
             continue
