@@ -56,8 +56,8 @@ BASE_KEPT = {
 
 #: Parts the candidates of one round are split into (each part and its complement are rerun at once).
 CHUNKS = 8
-#: Default ceiling of one differential (seconds), raised to half of what is left of the check's budget
-#: when that is more (a slow machine under `--timeout 120`); never past the budget.
+#: Ceiling of one differential (seconds) outside a check; in a check, half of what is left of its budget
+#: (`--timeout 30`: ~13 s; `--timeout 120` on a slow machine: ~55 s), so the rest of the check keeps its time.
 MAX_SECONDS = 15.0
 MAX_RERUNS = 64
 
@@ -258,7 +258,7 @@ class _Runner:
         if b is not None and (b.expired or b.remaining() - subproc.GRACE < self.longest):
             self.stopped = f"the check's {b.seconds:g} s budget (--timeout) ran out"
         elif spent + self.longest > self.max_seconds:
-            self.stopped = f"the differential's {self.max_seconds:g} s limit ran out"
+            self.stopped = f"the differential's {self.max_seconds:.1f} s limit ran out"
         elif self.reruns >= self.max_reruns:
             self.stopped = f"the differential's {self.max_reruns} reruns were spent"
         return self.stopped is None
@@ -350,7 +350,7 @@ def explain_failure(step: Callable[[Mapping[str, str]], Optional[bool]], env: Ma
     chunks = chunks or min(CHUNKS, max(2, workers // 2))
     if max_seconds is None:
         b = subproc._current
-        max_seconds = max(MAX_SECONDS, b.remaining() / 2) if b is not None else MAX_SECONDS
+        max_seconds = b.remaining() / 2 if b is not None else MAX_SECONDS
     run = _Runner(step, env, base, max_seconds, max_reruns, workers)
     cands = deltas(env, base)
     out = {"step": label, "paths": [p for p in paths if p], "command": command,
