@@ -237,3 +237,12 @@ def test_a_real_process_limit_is_read_from_proc():
     finally:
         child.kill()
         child.wait()
+
+
+def test_FAKE_infiniband_node_with_a_finite_memlock_limit():
+    facts = _fake_facts(rlimits={"RLIMIT_MEMLOCK": {"soft": 8 << 20, "hard": 8 << 20}})
+    facts["nccl"] = {"infiniband_devices": ["mlx5_0"]}
+    f = by_id(judge(facts), "process.memlock_low", Severity.WARN)
+    assert len(f) == 1 and "8 MiB" in f[0].title and "memlock unlimited" in f[0].fixes[0].commands[0]
+    facts["process_limits"]["privileged"] = True  # CAP_IPC_LOCK ignores the limit (FAKE: we are not root here)
+    assert not by_id(judge(facts), "process.memlock_low")

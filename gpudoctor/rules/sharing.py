@@ -107,6 +107,7 @@ def limits(facts, ctx) -> List[Finding]:
             out.append(_as_limit(rl, cannot))
     memlock = (rl.get("RLIMIT_MEMLOCK") or {}).get("soft")
     ib = facts["nccl"].get("infiniband_devices") or []
+    memlock_hard = (rl.get("RLIMIT_MEMLOCK") or {}).get("hard")
     if ib and memlock is not None and not pl.get("privileged"):
         out.append(Finding(
             id="process.memlock_low", severity=Severity.WARN, area="multigpu",
@@ -117,8 +118,10 @@ def limits(facts, ctx) -> List[Finding]:
             detail="Registering memory with an InfiniBand HCA pins it, counted against RLIMIT_MEMLOCK (mlock(2)); past it "
                    "ibv_reg_mr fails and NCCL reports a system error or falls back to sockets. NCCL asks for "
                    "--ulimit memlock=-1 in containers.",
-            fixes=(Fix("Raise the locked-memory limit for this shell (up to the hard limit), then where it is set.",
-                       ("ulimit -l unlimited", WHERE_SET)),
+            fixes=(Fix("Raise the locked-memory limit for this shell, then where it is set." if memlock_hard is None else
+                       "The hard limit is finite too: raise both for every login (RDMA's usual limits.d entry), then log in again.",
+                       ("ulimit -l unlimited", WHERE_SET) if memlock_hard is None else
+                       ("printf '* soft memlock unlimited\\n* hard memlock unlimited\\n' | sudo tee /etc/security/limits.d/rdma.conf",)),
                    Fix("Containers: start with an unlimited memlock limit.", ("docker run --gpus all --ulimit memlock=-1 IMAGE",))),
             doc=NCCL_DOC))
     return out
