@@ -56,9 +56,11 @@ def loader_integrity(facts, ctx) -> List[Finding]:
     if not lf:
         return []
     process = lf.get("process") or {}
+    out = _wrong_arch(lf, process, ctx)
+    if not any(damaged(e.get("file") or {}) for key in ("preload", "libraries", "copies") for e in lf.get(key) or []):
+        return out  # a healthy machine: the other probes' facts are never walked
     records = list(_records(facts))
     strings = list(_messages(facts))
-    out = []
     for e in lf.get("preload") or []:
         if damaged(e["file"]):
             out.append(_damaged(e, lf, records, strings, ctx, every_process=True))
@@ -68,7 +70,6 @@ def loader_integrity(facts, ctx) -> List[Finding]:
     for e in lf.get("copies") or []:
         if damaged(e["file"]):
             out.append(_damaged(e, lf, records, strings, ctx))
-    out += _wrong_arch(lf, process, ctx)
     return out
 
 
@@ -123,6 +124,9 @@ def _damaged(e: dict, lf: dict, records: List[dict], strings: List[tuple], ctx, 
     title = f"{name} {how} is {what}, not a library"
     if crashed:
         title += f": {_crash_words(crashed)}"
+    elif errors:  # the loader's own words, as a probe recorded them ("<path>: invalid ELF header")
+        said = errors[0].split(e["path"] + ":", 1)[-1].split(e["realpath"] + ":", 1)[-1].strip()
+        title += f": dlopen says {said[:120]!r}"
     evidence = {"path": e["path"], "realpath": e["realpath"], "found": what, "kind": f.get("kind"),
                 "size_bytes": f.get("size"),
                 "expected_bytes": f.get("lfs_size") if f.get("kind") == "git_lfs_pointer" else f.get("needs_bytes"),
