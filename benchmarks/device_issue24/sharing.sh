@@ -17,6 +17,7 @@ cleanup() {
   rm -f /tmp/sharing_holder.py /tmp/sharing_holder.ready
 }
 trap cleanup EXIT
+trap 'exit 143' INT TERM  # so that a killed script still runs cleanup (the holder keeps GPU memory otherwise)
 
 TORCH_CTX='import torch; torch.zeros(1).cuda(); torch.cuda.synchronize(); print("ok: context and a tensor on", torch.cuda.get_device_name(0))'
 TORCH_4G='import torch; x = torch.empty(4 << 30, dtype=torch.uint8, device="cuda"); print("ok: 4 GiB allocated")'
@@ -54,7 +55,12 @@ else:
             chunk //= 2
 free, total = torch.cuda.mem_get_info()
 open("/tmp/sharing_holder.ready", "w").write(f"holding; free {free >> 20} MiB of {total >> 20} MiB\n")
-time.sleep(600)
+import os
+parent = os.getppid()
+for _ in range(180):  # at most 3 minutes, and never beyond the script that started it
+    if os.getppid() != parent:
+        break
+    time.sleep(1)
 EOF
   rm -f /tmp/sharing_holder.ready
   python3 /tmp/sharing_holder.py "$1" > "$OUTDIR/holder.$1.log" 2>&1 &
