@@ -303,3 +303,17 @@ def test_a_foreign_class_library_alone_on_the_path_is_named_once(tmp_path):
     assert len(found) == 1 and found[0].severity.value == "warn"  # NCCL is loaded by path too (a wheel's copy)
     assert found[0].title.startswith(f"libnccl.so.2: the only file the loader finds, {foreign} (LD_LIBRARY_PATH), "
                                      "is a 32-bit i386 library")
+
+
+def test_a_cut_wheel_copy_that_crashes_its_version_child_is_blamed(tmp_path):
+    """A copy no loader search picks (a wheel's, found through sys.path) but that a probe's child loads by path:
+    the child's SIGBUS is the file's, and the copy's warning becomes a failure."""
+    cudart = "/usr/local/cuda/lib64/libcudart.so.13"
+    site = tmp_path / "site-packages"
+    cut = truncated(cudart, site / "nvidia" / "cuda_runtime" / "lib" / "libcudart.so.13")
+    report = check(tmp_path, {"PYTHONPATH": f"{ROOT}:{site}", "LD_LIBRARY_PATH": ""})
+    hits = [f for f in report["findings"] if f["id"] == "library.damaged" and f["evidence"]["path"] == str(cut)]
+    assert hits and hits[0]["severity"] == "fail", [f["title"] for f in report["findings"]]
+    assert hits[0]["title"].startswith(f"libcudart.so.13 found in pip ({cut.parent}) is an ELF file cut short")
+    assert ["SIGBUS" in c["what"] for c in hits[0]["evidence"]["crashed"]] == [True]  # the version child it killed
+    assert not _blames(report, str(cut)) and not _blames(report, sys.executable)
