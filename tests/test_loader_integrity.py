@@ -231,8 +231,11 @@ def test_loader_probe_covers_every_library_the_probes_load():
         found.update(_LOADS.findall(text))
         if src.name == "worker.py":  # task_libversions / task_stubcheck branch on the library's name
             found.update(_ASKED.findall(text))
-    import pynvml
-    found.update(re.findall(r'CDLL\("(lib[a-z-]+)\.so', Path(pynvml.__file__).read_text()))
+    import importlib.util
+
+    spec = importlib.util.find_spec("pynvml")  # nvidia-ml-py, which the NVML worker imports
+    need(spec is not None and spec.origin, "nvidia-ml-py")
+    found.update(re.findall(r'CDLL\("(lib[a-z-]+)\.so', Path(spec.origin).read_text()))
     found -= {"libtorch_cuda"}  # frameworks.py reads its fatbinaries; nothing loads it
     assert found >= {"libcuda", "libnvidia-ml", "libcudart", "libcudnn", "libnvinfer", "libnccl", "libnvrtc"}
     missing = sorted(s for s in found if not any(s == c or (more == "*" and s.startswith(c)) for c, more in covered))

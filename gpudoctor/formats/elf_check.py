@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import struct
 from typing import Callable, Dict, List, Optional
 
@@ -37,19 +38,13 @@ def check_file(path: str) -> Dict[str, object]:
         return {"kind": "unreadable", "error": exc.strerror or str(exc)}
     try:
         st = os.fstat(fd)
-        if not _is_regular(st.st_mode):
+        if not stat.S_ISREG(st.st_mode):
             return {"kind": "unreadable", "error": "not a regular file"}
         return describe(lambda off, n: os.pread(fd, n, off), st.st_size)
     except OSError as exc:
         return {"kind": "unreadable", "error": exc.strerror or str(exc)}
     finally:
         os.close(fd)
-
-
-def _is_regular(mode: int) -> bool:
-    import stat
-
-    return stat.S_ISREG(mode)
 
 
 def describe(read_at: ReadAt, size: int) -> Dict[str, object]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
-from typing import Dict, Iterable, List, Optional, Set
+from typing import Iterable, List, Set
 
 from gpudoctor.findings import Finding, Fix, Severity
 from gpudoctor.formats.elf_check import what_it_is
