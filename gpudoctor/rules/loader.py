@@ -125,8 +125,7 @@ def _damaged(e: dict, lf: dict, records: List[dict], strings: List[tuple], ctx, 
     if crashed:
         title += f": {_crash_words(crashed)}"
     elif errors:  # the loader's own words, as a probe recorded them ("<path>: invalid ELF header")
-        said = errors[0].split(e["path"] + ":", 1)[-1].split(e["realpath"] + ":", 1)[-1].strip()
-        title += f": dlopen says {said[:120]!r}"
+        title += f": {_loader_said(errors[0].split(': ', 1)[-1], e)}"
     evidence = {"path": e["path"], "realpath": e["realpath"], "found": what, "kind": f.get("kind"),
                 "size_bytes": f.get("size"),
                 "expected_bytes": f.get("lfs_size") if f.get("kind") == "git_lfs_pointer" else f.get("needs_bytes"),
@@ -144,6 +143,16 @@ def _damaged(e: dict, lf: dict, records: List[dict], strings: List[tuple], ctx, 
     return Finding("library.damaged", severity, _area(name), title,
                    evidence={k: v for k, v in evidence.items() if v not in (None, [], "")},
                    fixes=_fixes(e, lf, ctx), detail=_detail(f, picked, every_process))
+
+
+def _loader_said(text: str, e: dict) -> str:
+    """'dlopen says "invalid ELF header"' from "<path>: invalid ELF header" (the words after the file's name)."""
+    who = "ld.so says" if "ld.so" in text else "dlopen says"
+    for p in (e["path"], e["realpath"]):
+        if p in text:
+            text = text.split(p, 1)[1].lstrip("'\": ")
+            break
+    return f"{who} {text.strip()[:120]!r}"
 
 
 def _how_picked(e: dict) -> str:
