@@ -17,14 +17,16 @@ from gpudoctor.probes.libfind import index_for
 #: ``python -m gpudoctor.process.worker X``; tests/test_loader_integrity.py fails when the code loads a
 #: library this table lacks.
 LOADED = (
-    # cuda.bindings dlopens libcuda.so.1 (worker cuda, nvrtc-smoke, trt-smoke, multigpu-smoke); stubcheck by path
+    # cuda.bindings (driver, and the static cudart in its runtime) dlopens libcuda.so.1; stubcheck by path
     ("libcuda", "", ("worker cuda", "worker nvrtc-smoke", "worker trt-smoke", "worker multigpu-smoke",
                      "worker stubcheck"), None),
     # pynvml: CDLL("libnvidia-ml.so.1"); nvidia-smi dlopens it too
     ("libnvidia-ml", "", ("worker nvml", "nvidia-smi", "worker stubcheck"), None),
     ("libnvrtc", "", ("worker nvrtc-smoke",), None),  # cuda.pathfinder: a wheel's copy first, then dlopen
     ("libnvrtc-builtins", "", ("worker nvrtc-smoke",), "libnvrtc"),  # libnvrtc dlopens it at compile time
-    ("libcudart", "", ("worker libversions", "worker trt-smoke"), None),
+    # cuda.bindings' runtime links cudart statically (it dlopens only libcuda.so.1): libcudart copies are
+    # loaded by path, to ask their version
+    ("libcudart", "", ("worker libversions",), None),
     ("libcudnn", "*", ("worker libversions",), "libcudnn"),  # libcudnn.so.N dlopens its sub-libraries
     ("libnccl", "", ("worker libversions", "worker multigpu-smoke"), None),
     ("libnvinfer", "*", ("worker libversions", "worker trt-smoke", "worker trt-deserialize"), "libnvinfer"),
