@@ -206,3 +206,22 @@ def test_a_smoke_run_that_fails_only_with_a_variable_is_explained(tmp_path):
     assert out["ok"] is False
     assert out["differential"]["culprits"] == [{"var": "CUDA_VISIBLE_DEVICES", "value": "-1"}]
     assert smoke_nvcc._run_binary(str(exe), dict(os.environ), 10).get("differential") is None  # a pass pays nothing
+
+
+@needs_nvcc
+def test_real_nvcc_dry_run_broken_by_a_missing_tmpdir_names_tmpdir(tmp_path):
+    """TMPDIR naming a removed per-job dir: nvcc answers --version but its dry run stops with "Could not
+    open output file"; TMPDIR is deliberately not in the clean base, so it is a delta like any other."""
+    gone = tmp_path / "job-tmp-removed"
+    facts = toolkit_probe.describe_nvcc(NVCC13, "PATH", dict(os.environ, TMPDIR=str(gone)), 10)
+    assert facts.get("release") and any(p["path"] == NVCC13 for p in facts["problems"])  # the real failure
+    assert facts["differential"]["culprits"] == [{"var": "TMPDIR", "value": str(gone)}]
+    assert facts["differential"]["verified"] is True
+
+
+def test_copies_failing_alike_are_one_finding_naming_every_path():
+    out = D.explain_failure(lambda e: "TOOL_SETTING_5" not in e, _user_env(), "nvcc --version", paths=["/a/nvcc"])
+    other = dict(out, paths=["/b/nvcc"])
+    f = environment_breaks_step(Facts({"toolkit": {"toolkits": [{"differential": out}, {"differential": other}]}}), rule_ctx())
+    assert len(f) == 1 and f[0].evidence["paths"] == ["/a/nvcc", "/b/nvcc"]
+    assert f[0].title == "nvcc --version (/a/nvcc and 1 other copy) succeeds without TOOL_SETTING_5=value5: verified"

@@ -166,6 +166,11 @@ def describe_nvcc(path: str, via: str, env, timeout: float) -> dict:
             facts["errors"].append(f"nvcc --dryrun failed: {dry.error or dry.output[-300:]}")
         if len(problems) == n_before or not host_path:  # else the host compiler's own failure is the cause
             _note(problems, dry.problem())
+            if differential.worth_rerunning(dry):  # nvcc answers its version but not this: its environment?
+                step = differential.command_step([path, "--dryrun", "-c", "probe.cu", "-o", "probe.o"], timeout,
+                                                 in_temp_dir=True, files={"probe.cu": "__global__ void k() {}\n"})
+                facts["differential"] = differential.explain_failure(step, env, label="nvcc --dryrun", paths=[path],
+                                                                     command=f"{path} --dryrun -c probe.cu")
     inc = _include_dir(home, variables)
     facts["include_dir"] = inc
     if inc:

@@ -397,12 +397,13 @@ def worth_rerunning(result: subproc.CommandResult) -> bool:
 
 
 def command_step(argv: Sequence[str], timeout: float, passed: Optional[Callable] = None,
-                 in_temp_dir: bool = False, cwd: Optional[str] = None,
+                 in_temp_dir: bool = False, files: Optional[Mapping[str, str]] = None, cwd: Optional[str] = None,
                  env_for: Optional[Callable[[Mapping[str, str]], Mapping[str, str]]] = None) -> Callable:
     """A step for :func:`explain_failure` that runs ``argv`` with :func:`subproc.run` (its timeout, the
     check's budget). ``passed(result) -> bool`` (default: exit code 0); a rerun that timed out or was cut
     by the budget counts as unknown (None). ``in_temp_dir``: each rerun in a fresh temporary directory
-    (for commands that write outputs, e.g. ``nvcc ... -o smoke``). ``env_for`` adds what the caller
+    (for commands that write outputs, e.g. ``nvcc ... -o smoke``), holding ``files`` (name -> text) for
+    its inputs. ``env_for`` adds what the caller
     always adds to the environment (e.g. :func:`subproc.lean_context_env`)."""
     judge = passed or (lambda r: r.ok)
 
@@ -413,6 +414,9 @@ def command_step(argv: Sequence[str], timeout: float, passed: Optional[Callable]
             return None
         tmp = tempfile.mkdtemp(prefix="gpudoctor-differential-") if in_temp_dir else None
         try:
+            for name, text in (files or {}).items():
+                with open(os.path.join(tmp, name), "w", encoding="utf-8") as fh:
+                    fh.write(text)
             started = subproc.start(list(argv), env=full, cwd=tmp or cwd)
             rnd = getattr(_local, "round", None)
             if rnd is not None and not rnd.add(started):

@@ -6,6 +6,7 @@ rule of its own. A verified answer is a failure whose fix is the shell edit that
 """
 from __future__ import annotations
 
+import json
 import shlex
 from typing import Iterator, List
 
@@ -25,6 +26,21 @@ def _walk(value) -> Iterator[dict]:
     elif isinstance(value, list):
         for v in value:
             yield from _walk(v)
+
+
+def _grouped(facts) -> List[tuple]:
+    """(probe, differential) pairs, one per step and answer: copies of one tool that fail the same way
+    for the same variables (a wrapper and its target, two nvcc of one toolkit) are one finding naming every path."""
+    groups: dict = {}
+    for probe, probe_facts in facts.items():
+        for d in _walk(probe_facts):
+            key = (d.get("step"), json.dumps(d.get("culprits"), sort_keys=True), d.get("verified"), d.get("clean_base_passes"))
+            if key in groups:
+                merged = groups[key][1]
+                merged["paths"] = list(dict.fromkeys(merged["paths"] + list(d.get("paths") or [])))
+            else:
+                groups[key] = (probe, dict(d, paths=list(d.get("paths") or [])))
+    return list(groups.values())
 
 
 def _shown(c: dict) -> str:
@@ -55,50 +71,51 @@ def _where_set(fix: dict) -> tuple:
 
 
 def environment_breaks_step(facts, ctx) -> List[Finding]:
+    """One finding per failed step whose clean-base rerun passed: fail when the culprits are verified (the
+    step passes in the user's environment without them), else warn with what was found and why it stopped."""
     out = []
-    for probe, probe_facts in facts.items():
-        for d in _walk(probe_facts):
-            if not d.get("clean_base_passes"):
-                continue  # fails in the clean base too (or said nothing): the environment is not shown to be the cause
-            step = d.get("step") or "the step"
-            paths = d.get("paths") or []
-            where = f" ({paths[0]})" if paths else ""
-            culprits = d.get("culprits") or []
-            ev = {"step": step, "path": paths[0] if paths else None, "paths": paths, "command": d.get("command"),
-                  "culprits": culprits, "verified": d.get("verified"), "reruns": d.get("reruns"),
-                  "seconds": d.get("seconds"), "clean_base": d.get("base"), "stopped": d.get("stopped")}
-            ev = {k: v for k, v in ev.items() if v not in (None, [], "")}
-            area = AREA.get(probe, probe)
-            names = " and ".join(_shown(c) for c in culprits)
-            base = d.get("base") or {}
-            clean = "env -i " + " ".join(f'{k}="${k}"' for k in base.get("kept") or ()) + \
-                f" PATH={base.get('PATH', '/usr/bin:/bin')} {d.get('command') or ''}".rstrip()
-            detail = (f"gpudoctor reran {step} in a clean environment (PATH={base.get('PATH')}"
-                      + (", " + ", ".join(base.get("kept")) + " kept" if base.get("kept") else "")
-                      + f"), where it passed, then narrowed your environment's {d.get('deltas')} differences from it "
-                      f"by delta debugging ({d.get('reruns')} reruns, {d.get('seconds')} s).")
-            if culprits and d.get("verified"):
-                out.append(Finding(
-                    "environment.breaks_step", Severity.FAIL, area,
-                    f"{_cap(step)}{where} succeeds without {names}: verified",
-                    evidence=ev, detail=detail + " Your environment with only that removed passes: this is the cause.",
-                    fixes=(Fix("Remove it from the environment (verified: the step then passes).", _commands(d.get("fix") or {})),)
-                    + _where_set(d.get("fix") or {})))
-            elif culprits:
-                what = ("removing it alone did not make it pass" if d.get("verified") is False
-                        else f"not verified: {d.get('stopped') or 'the rerun said nothing'}")
-                narrowed = "" if d.get("minimal", True) else f" (narrowed to {len(culprits)} differences; {d.get('stopped')})"
-                out.append(Finding(
-                    "environment.breaks_step", Severity.WARN, area,
-                    f"{_cap(step)}{where} fails with {names}{narrowed}; {what}",
-                    evidence=ev, detail=detail,
-                    fixes=(Fix("Try it without them.", _commands(d.get("fix") or {})),
-                           Fix("Or run it in the clean environment to compare.", (clean,)))))
-            else:
-                out.append(Finding(
-                    "environment.breaks_step", Severity.WARN, area,
-                    f"{_cap(step)}{where} passes in a clean environment; the variable that breaks it "
-                    f"was not found ({d.get('stopped') or 'no single difference brings the failure back'})",
-                    evidence=ev, detail=detail,
-                    fixes=(Fix("Run it in the clean environment, then add your variables back until it fails.", (clean,)),)))
+    for probe, d in _grouped(facts):
+        if not d.get("clean_base_passes"):
+            continue  # fails in the clean base too (or said nothing): the environment is not shown to be the cause
+        step = d.get("step") or "the step"
+        paths = d.get("paths") or []
+        where = f" ({paths[0]}" + (f" and {len(paths) - 1} other cop{'y' if len(paths) == 2 else 'ies'}" if len(paths) > 1 else "") + ")" if paths else ""
+        culprits = d.get("culprits") or []
+        ev = {"step": step, "path": paths[0] if paths else None, "paths": paths, "command": d.get("command"),
+              "culprits": culprits, "verified": d.get("verified"), "reruns": d.get("reruns"),
+              "seconds": d.get("seconds"), "clean_base": d.get("base"), "stopped": d.get("stopped")}
+        ev = {k: v for k, v in ev.items() if v not in (None, [], "")}
+        area = AREA.get(probe, probe)
+        names = " and ".join(_shown(c) for c in culprits)
+        base = d.get("base") or {}
+        clean = "env -i " + " ".join(f'{k}="${k}"' for k in base.get("kept") or ()) + \
+            f" PATH={base.get('PATH', '/usr/bin:/bin')} {d.get('command') or ''}".rstrip()
+        detail = (f"gpudoctor reran {step} in a clean environment (PATH={base.get('PATH')}"
+                  + (", " + ", ".join(base.get("kept")) + " kept" if base.get("kept") else "")
+                  + f"), where it passed, then narrowed your environment's {d.get('deltas')} differences from it "
+                  f"by delta debugging ({d.get('reruns')} reruns, {d.get('seconds')} s).")
+        if culprits and d.get("verified"):
+            out.append(Finding(
+                "environment.breaks_step", Severity.FAIL, area,
+                f"{_cap(step)}{where} succeeds without {names}: verified",
+                evidence=ev, detail=detail + " Your environment with only that removed passes: this is the cause.",
+                fixes=(Fix("Remove it from the environment (verified: the step then passes).", _commands(d.get("fix") or {})),)
+                + _where_set(d.get("fix") or {})))
+        elif culprits:
+            what = ("removing it alone did not make it pass" if d.get("verified") is False
+                    else f"not verified: {d.get('stopped') or 'the rerun said nothing'}")
+            narrowed = "" if d.get("minimal", True) else f" (narrowed to {len(culprits)} differences; {d.get('stopped')})"
+            out.append(Finding(
+                "environment.breaks_step", Severity.WARN, area,
+                f"{_cap(step)}{where} fails with {names}{narrowed}; {what}",
+                evidence=ev, detail=detail,
+                fixes=(Fix("Try it without them.", _commands(d.get("fix") or {})),
+                       Fix("Or run it in the clean environment to compare.", (clean,)))))
+        else:
+            out.append(Finding(
+                "environment.breaks_step", Severity.WARN, area,
+                f"{_cap(step)}{where} passes in a clean environment; the variable that breaks it "
+                f"was not found ({d.get('stopped') or 'no single difference brings the failure back'})",
+                evidence=ev, detail=detail,
+                fixes=(Fix("Run it in the clean environment, then add your variables back until it fails.", (clean,)),)))
     return out
