@@ -341,7 +341,7 @@ def main(argv=None) -> int:
         return EXIT_ERROR
     from gpudoctor.explain.annotate import annotate  # standard library only until a failed tool's words need reading
 
-    annotate(report)  # a failed tool's own words, read with explain's knowledge (docs/architecture.md)
+    annotate(report, args.timeout)  # a failed tool's own words, read with explain's knowledge (docs/architecture.md)
     from gpudoctor.findings import Severity
 
     args.strict = args.strict or chosen["policy"].strict

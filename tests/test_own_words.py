@@ -263,3 +263,16 @@ def test_the_table_generator_reads_real_wheel_metadata():
 
     assert all(MODULES.get(k) == v for k, v in t["modules"].items())  # the shipped table agrees
     assert all(LIBRARIES.get(k) == v for k, v in t["libraries"].items())
+
+
+def test_no_time_left_in_the_timeout_quotes_the_words_without_loading_the_signatures():
+    code = ("import sys; from gpudoctor.explain.annotate import annotate_findings; from gpudoctor.findings import Finding, Severity;"
+            "f = Finding('tool.failed', Severity.WARN, 'x', 'nvidia-smi exited with code 9', evidence={'path': '/usr/bin/nvidia-smi', "
+            "'stderr_tail': \"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\"});"
+            "(g,) = annotate_findings([f], {}, seconds=0.0);"
+            "assert 'cause' not in g.evidence and 'cause_not_read' in g.evidence, g.evidence;"
+            "assert g.title.endswith(\"nvidia-smi said: NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\"), g.title;"
+            "print('gpudoctor.explain.kb' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"

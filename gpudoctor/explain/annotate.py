@@ -68,7 +68,7 @@ def words_of(f: Finding, records: List[dict]) -> Tuple[Optional[str], Optional[s
     ev = f.evidence or {}
     rerun = ev.get("rerun") if isinstance(ev.get("rerun"), dict) else {}
     parts = [p for p in (ev.get("stderr_tail"), rerun.get("stderr_tail")) if isinstance(p, str) and p.strip()]
-    path = next((ev[k] for k in ("path", "nvcc", "library") if isinstance(ev.get(k), str)), None)
+    path = next((ev[k] for k in ("tool", "path", "nvcc", "library") if isinstance(ev.get(k), str)), None)
     if not parts and records:
         # a record is this finding's when the finding names its path and quotes what failed (its "what" or last
         # line): a finding that only mentions the tool (toolkit.mixed naming an nvcc) is not about its failure
@@ -119,12 +119,19 @@ def _provider_fix(missing: Dict[str, str]):
 
 
 def _annotate_one(f: Finding, text: str, path: Optional[str], kb) -> Finding:
-    from gpudoctor.explain.diagnose import confidence_label, diagnose_text
+    """``kb`` None: no time left to read the words with explain's knowledge (quote them only)."""
     from gpudoctor.probes.providers import missing_in
 
     ev = dict(f.evidence or {})
     ev.setdefault("stderr_tail", text)
-    diags = [d for d in diagnose_text(text, kb) if d.finding.severity.rank >= Severity.INFO.rank]
+    if kb is not None:
+        from gpudoctor.explain.diagnose import confidence_label, diagnose_text
+
+        diags = [d for d in diagnose_text(text, kb) if d.finding.severity.rank >= Severity.INFO.rank]
+    else:
+        diags = []
+        ev["cause_not_read"] = ("the check's --timeout left no time to read these words with explain's knowledge: "
+                                "paste the stderr_tail into `gpudoctor explain -`, or give the check a longer --timeout")
     best = diags[0] if diags else None
     matched = best.matches[0].line if best and best.matches else None
     said = _said(text, matched)
@@ -178,9 +185,18 @@ def _import_error_only(f: Finding) -> Finding:
     return dataclasses.replace(f, title=f"{f.title} ({words})", evidence=ev, fixes=(fix,) + tuple(f.fixes))
 
 
-def annotate_findings(findings: List[Finding], probes=None, kb=None) -> List[Finding]:
+#: What loading the signatures and reading one finding's words take on a loaded machine (s): the reading is
+#: skipped (the words are still quoted) when the check's --timeout does not leave that much.
+KB_LOAD_S, PER_FINDING_S = 1.0, 0.2
+
+
+def annotate_findings(findings: List[Finding], probes=None, kb=None, seconds: Optional[float] = None) -> List[Finding]:
     """``findings`` with every warn/fail one that has a tool's words read (see the module docstring); the
-    same list object's content when none has (nothing imported, nothing loaded)."""
+    same list object when none has (nothing imported, nothing loaded). ``seconds``: what is left of the
+    check's --timeout; the signatures are loaded and read only while that lasts (the words are always quoted)."""
+    import time
+
+    deadline = time.monotonic() + seconds if seconds is not None else None
     records = None
     todo = []
     for i, f in enumerate(findings):
@@ -195,16 +211,23 @@ def annotate_findings(findings: List[Finding], probes=None, kb=None) -> List[Fin
             todo.append((i, None, None))
     if not todo:
         return findings
-    if kb is None and any(text for _, text, _ in todo):
+    if kb is None and any(text for _, text, _ in todo) and (deadline is None or deadline - time.monotonic() > KB_LOAD_S):
         from gpudoctor.explain.kb import load_kb
 
         kb = load_kb()
     out = list(findings)
     for i, text, path in todo:
-        out[i] = _annotate_one(findings[i], text, path, kb) if text else _import_error_only(findings[i])
+        left = kb if deadline is None or deadline - time.monotonic() > PER_FINDING_S else None
+        out[i] = _annotate_one(findings[i], text, path, left) if text else _import_error_only(findings[i])
     return out
 
 
-def annotate(report) -> None:
-    """Read the tool's words of a :class:`gpudoctor.check.Report`'s findings, in place."""
-    report.findings = annotate_findings(report.findings, report.probes)
+#: Kept back from --timeout for rendering the report (s).
+RENDER_S = 0.3
+
+
+def annotate(report, timeout: Optional[float] = None) -> None:
+    """Read the tool's words of a :class:`gpudoctor.check.Report`'s findings, in place, within what is left
+    of the check's ``timeout`` (s; None: no limit)."""
+    left = None if timeout is None else timeout - report.elapsed_s - RENDER_S
+    report.findings = annotate_findings(report.findings, report.probes, seconds=left)

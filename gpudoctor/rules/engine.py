@@ -40,6 +40,8 @@ def _runtime_evidence(answer) -> dict:
         return {}
     lines = [f"{sev}: {m}" for sev, m in answer.get("messages") or []] + ([answer["error"]] if answer.get("error") else [])
     out = {"runtime": {k: answer.get(k) for k in ("module", "version", "loaded") if k in answer}}
+    if answer.get("module"):
+        out["tool"] = f"TensorRT {answer.get('version') or ''} ({answer['module']})".replace("  ", " ")
     said = tail("\n".join(lines))
     if said:
         out["stderr_tail"] = said
