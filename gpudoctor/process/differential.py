@@ -374,7 +374,7 @@ def explain_failure(step: Callable[[Mapping[str, str]], Optional[bool]], env: Ma
                 verified = None
                 break
             verified = run.passes(without(env, base, culprits))
-            if verified or not remaining or not minimal_here:
+            if verified is not False or not remaining or not minimal_here:  # passed, or the rerun said nothing
                 break
         out.update(culprits=[d.public() for d in culprits], minimal=minimal, verified=verified,
                    fix=_redacted_fix(fix_of(env, without(env, base, culprits)), env))
