@@ -52,7 +52,7 @@ def test_a_real_failed_command_keeps_its_stderr_tail_in_its_problem_record_and_f
     (read,) = annotate_findings([f], {})
     # what nvcc said is in the title, not only "exited with code 1"
     assert "nvcc said: nvcc fatal : Unknown option '--no-such-flag-gd'" in read.title
-    assert read.evidence["said"].startswith("nvcc fatal") and read.severity == f.severity and read.id == f.id
+    assert read.evidence["said"].startswith("nvcc fatal") and read.id == f.id
 
 
 def test_real_nvidia_smi_failure_becomes_the_findings_cause_with_explains_fix():
@@ -69,6 +69,8 @@ def test_real_nvidia_smi_failure_becomes_the_findings_cause_with_explains_fix():
     assert read.title.endswith("→ " + cause["title"])
     assert "modprobe" in json.dumps([fx.to_dict() for fx in read.fixes[:2]])  # explain's fix comes first
     assert read.fixes[-1] == f.fixes[-1]  # the rule's own fixes are kept
+    # the fallback's warning ("could not use it") becomes a failure: the words show a driver that is not there
+    assert f.severity == Severity.WARN and read.severity == Severity.FAIL and "severity_from" in read.evidence
 
 
 def test_a_rule_that_names_a_problem_record_gets_the_records_words():
@@ -276,3 +278,15 @@ def test_no_time_left_in_the_timeout_quotes_the_words_without_loading_the_signat
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"
+
+
+def test_a_library_a_wheel_installed_off_the_loaders_path_is_named_with_its_directory(tmp_path):
+    """The real nvidia-cuda-nvrtc wheel in this venv: its libnvrtc.so.13 lives in site-packages/nvidia/cu13/lib."""
+    p = _provider_in_child(tmp_path, "print(json.dumps(provider(library='libnvrtc.so.13')))")
+    need(bool(p and p["installed"]), "nvidia-cuda-nvrtc installed in this environment")
+    f = Finding("library.not_found", Severity.FAIL, "cuda", "NVRTC not found",
+                evidence={"stderr_tail": "OSError: libnvrtc.so.13: cannot open shared object file: No such file or directory"})
+    (read,) = annotate_findings([f], {})
+    where = os.path.dirname(p["installed"]["nvidia-cuda-nvrtc"]["file"])
+    assert read.fixes[0].commands == (f"export LD_LIBRARY_PATH={where}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}",)
+    assert "off the loader's search path" in read.title

@@ -15,8 +15,10 @@ and states what it finds:
   open shared object file``), the distribution that provides it (:mod:`gpudoctor.probes.providers`), with
   the exact ``pip install`` line, or where the installed package is shadowed.
 
-Severity and id stay the rule's (a finding's id is stable; the runtime-refusal severity is the rules'
-call). Layering: explain (layer 5) reads the check's report (layer 4); ``gpudoctor check`` (cli, layer 6)
+The id stays the rule's (ids are stable) and so does the severity, except for the generic fallback
+(``tool.failed``, ``library.load_failed``: "gpudoctor could not use this"), which fails when its tool's words
+are read at high confidence as a failure class (``evidence["severity_from"]`` says so); the runtime-refusal
+severity of a rule's own finding is the rule's call. Layering: explain (layer 5) reads the check's report (layer 4); ``gpudoctor check`` (cli, layer 6)
 applies it before rendering. A check where nothing failed has no words to read: :func:`annotate` returns
 at once, and the signatures are never loaded (this module imports only the standard library and
 :mod:`gpudoctor.findings` until it has words to read).
@@ -24,7 +26,9 @@ at once, and the signatures are never loaded (this module imports only the stand
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
+import shlex
 from typing import Dict, Iterable, List, Optional, Tuple
 
 from gpudoctor.findings import Finding, Fix, Severity
@@ -33,6 +37,9 @@ __all__ = ["annotate", "annotate_findings", "words_of"]
 
 #: What Python's and the loader's import errors say (a cheap test before the providers are looked up).
 _IMPORT_MARKS = ("No module named", "cannot open shared object file")
+#: Findings of the generic fallback (rules/faults.py): their warning means "gpudoctor could not use this", not a
+#: judgement, so a confident reading of the tool's words that shows a failure makes them fail.
+UNJUDGED = ("tool.failed", "library.load_failed")
 #: Longest quote of a tool's line in a title (characters).
 SAID_MAX = 160
 _ERRORISH = re.compile(r"error|fatal|fail|cannot|can't|could not|couldn't|not found|no such|invalid|unknown|"
@@ -107,6 +114,12 @@ def _provider_fix(missing: Dict[str, str]):
                    "echo \"PYTHONPATH=$PYTHONPATH\""))
         words = (f"'{what.split('.')[0]}' resolves to {p['resolves_to']}, which shadows the installed "
                  f"{', '.join(dists)}")
+    elif p["installed"] and kind == "library" and os.path.isfile(p["installed"][dists[0]]["file"]):
+        where = os.path.dirname(p["installed"][dists[0]]["file"])
+        fix = Fix(f"{dists[0]} installed it in {where}, where the loader does not look: let it look there (or load it "
+                  "the way its wheel's users do, through the package's own RPATH).",
+                  (f"export LD_LIBRARY_PATH={shlex.quote(where)}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}",))
+        words = f"library {what} is installed by {dists[0]} in {where}, off the loader's search path"
     elif p["installed"]:
         fix = Fix(f"{', '.join(dists)} provides it and is installed: reinstall it so its files are complete.",
                   (f"python -m pip install --force-reinstall --no-deps {dists[0]}",))
@@ -118,8 +131,9 @@ def _provider_fix(missing: Dict[str, str]):
     return p, fix, words
 
 
-def _annotate_one(f: Finding, text: str, path: Optional[str], kb) -> Finding:
-    """``kb`` None: no time left to read the words with explain's knowledge (quote them only)."""
+def _annotate_one(f: Finding, text: str, path: Optional[str], kb, lookup: bool = True) -> Finding:
+    """``kb`` None: no time left to read the words with explain's knowledge (quote them only); ``lookup``:
+    look up who provides a module or library an import error names."""
     from gpudoctor.probes.providers import missing_in
 
     ev = dict(f.evidence or {})
@@ -135,7 +149,7 @@ def _annotate_one(f: Finding, text: str, path: Optional[str], kb) -> Finding:
     best = diags[0] if diags else None
     matched = best.matches[0].line if best and best.matches else None
     said = _said(text, matched)
-    title, detail, fixes = f.title, f.detail, tuple(f.fixes)
+    title, detail, fixes, severity = f.title, f.detail, tuple(f.fixes), f.severity
     stated = ev.get("cause") if isinstance(ev.get("cause"), dict) else None  # a cause the rule itself named
     # the rule already named this cause (its id, or a cause it stated): keep its title and fixes
     known = best is not None and (best.finding.id == f.id or (stated is not None and stated.get("id") == best.finding.id))
@@ -156,19 +170,23 @@ def _annotate_one(f: Finding, text: str, path: Optional[str], kb) -> Finding:
         if label == "high" and not same:
             title = f"{title} → {best.finding.title}"
             fixes = tuple(best.finding.fixes) + fixes
+            if f.id in UNJUDGED and best.finding.severity.rank > severity.rank:
+                # the fallback's warning meant "could not use it"; the tool's own words show what is broken
+                severity = best.finding.severity
+                ev["severity_from"] = f"the tool's own words ({best.finding.id}, {label} confidence)"
         elif label == "medium" and not same:
             fixes = fixes + tuple(best.finding.fixes)
         if label != "low" or same:
             detail = " ".join(x for x in (detail, f"Its own words mean: {meaning}.", best.finding.detail or "") if x)
         else:
             detail = " ".join(x for x in (detail, f"Possibly (low confidence): {meaning}.") if x)
-    missing = missing_in(text)
+    missing = missing_in(text) if lookup else None
     found = _provider_fix(missing) if missing else None
     if found:
         ev["provided_by"], fix, words = found
         fixes = (fix,) + fixes
         title = f"{title} ({words})"
-    return dataclasses.replace(f, title=title, detail=detail, evidence=ev, fixes=fixes)
+    return dataclasses.replace(f, title=title, detail=detail, evidence=ev, fixes=fixes, severity=severity)
 
 
 def _import_error_only(f: Finding) -> Finding:
@@ -217,8 +235,11 @@ def annotate_findings(findings: List[Finding], probes=None, kb=None, seconds: Op
         kb = load_kb()
     out = list(findings)
     for i, text, path in todo:
-        left = kb if deadline is None or deadline - time.monotonic() > PER_FINDING_S else None
-        out[i] = _annotate_one(findings[i], text, path, left) if text else _import_error_only(findings[i])
+        if deadline is not None and deadline - time.monotonic() <= PER_FINDING_S:  # quote the words, read nothing
+            out[i] = _annotate_one(findings[i], text, path, None, lookup=False) if text else findings[i]
+        else:
+            out[i] = _annotate_one(findings[i], text, path, kb) if text else _import_error_only(findings[i])
+    out.sort(key=lambda f: -f.severity.rank)  # stable: the check's order, worst first (a fallback may now fail)
     return out
 
 
