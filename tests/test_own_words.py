@@ -290,3 +290,12 @@ def test_a_library_a_wheel_installed_off_the_loaders_path_is_named_with_its_dire
     where = os.path.dirname(p["installed"]["nvidia-cuda-nvrtc"]["file"])
     assert read.fixes[0].commands == (f"export LD_LIBRARY_PATH={where}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}",)
     assert "off the loader's search path" in read.title
+
+
+def test_words_that_ask_for_a_setting_nobody_reran_with_become_a_fix():
+    f = Finding("smoke.nvcc", Severity.FAIL, "smoke", "built, but the program failed",
+                evidence={"nvcc": "/usr/local/cuda/bin/nvcc", "command": "./smoke",
+                          "stderr_tail": "CUDA kernel errors might be asynchronously reported at some other API call, so the "
+                                         "stacktrace below might be incorrect.\nFor debugging consider passing CUDA_LAUNCH_BLOCKING=1"})
+    (read,) = annotate_findings([f], {})
+    assert ("CUDA_LAUNCH_BLOCKING=1 ./smoke",) in [fx.commands for fx in read.fixes]

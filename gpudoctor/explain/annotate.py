@@ -131,6 +131,21 @@ def _provider_fix(missing: Dict[str, str]):
     return p, fix, words
 
 
+def _asked_fix(f: Finding, text: str, path: Optional[str], fixes) -> tuple:
+    """Where the words say how to learn more and nothing reran the step that way, the fix says to."""
+    from gpudoctor.process.more_detail import instruction
+
+    asked = instruction(text)
+    rerun = (f.evidence or {}).get("rerun")
+    if asked is None or isinstance(rerun, dict) or any(f"{asked[0]}=" in c for fx in fixes for c in fx.commands):
+        return ()
+    setting = f"{asked[0]}={shlex.quote(asked[1])}"
+    cmd = (f.evidence or {}).get("command")
+    who = path.rsplit("/", 1)[-1] if path else "the tool"
+    return (Fix(f"{who} says how to see more: run the failing step again with {asked[0]}={asked[1]}.",
+                (f"{setting} {cmd}" if isinstance(cmd, str) and cmd else f"export {setting}   # then rerun the failing step",)),)
+
+
 def _annotate_one(f: Finding, text: str, path: Optional[str], kb, lookup: bool = True) -> Finding:
     """``kb`` None: no time left to read the words with explain's knowledge (quote them only); ``lookup``:
     look up who provides a module or library an import error names."""
@@ -180,6 +195,7 @@ def _annotate_one(f: Finding, text: str, path: Optional[str], kb, lookup: bool =
             detail = " ".join(x for x in (detail, f"Its own words mean: {meaning}.", best.finding.detail or "") if x)
         else:
             detail = " ".join(x for x in (detail, f"Possibly (low confidence): {meaning}.") if x)
+    fixes = fixes + _asked_fix(f, text, path, fixes)
     missing = missing_in(text) if lookup else None
     found = _provider_fix(missing) if missing else None
     if found:
