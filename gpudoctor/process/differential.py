@@ -59,7 +59,7 @@ CHUNKS = 8
 #: Ceiling of one differential (seconds) outside a check; in a check, half of what is left of its budget
 #: (`--timeout 30`: ~13 s; `--timeout 120` on a slow machine: ~55 s), so the rest of the check keeps its time.
 MAX_SECONDS = 15.0
-MAX_RERUNS = 64
+MAX_RERUNS = 256  # a bound on CPU spent; time is bounded by max_seconds and the budget
 
 _SECRET_NAME = re.compile(r"TOKEN|KEY|PASSW|PASSPHRASE|SECRET|CREDENTIAL|AUTH|COOKIE", re.I)
 _URL_USERINFO = re.compile(r"\w+://[^/\s:@]+:[^/\s@]+@")
@@ -229,6 +229,10 @@ class _Runner:
         self.reruns, self.rounds, self.stopped = 0, 0, None
         self.longest = 0.0
         self.memo: Dict[frozenset, Optional[bool]] = {}
+        self.gate_env: Optional[dict] = None  # the clean base, rerun with the first round (see round)
+        self.gate: Optional[bool] = None
+        self.verified: Dict[int, Optional[bool]] = {}  # this round's verifications, by part
+        self.verified_sets: Dict[frozenset, Optional[bool]] = {}  # culprit set -> the user's env without it passed
         self._lock = threading.Lock()
 
     def _one(self, env, rnd: Optional[_Round] = None) -> Optional[bool]:
@@ -268,44 +272,67 @@ class _Runner:
         self.rounds += 1
         return self._one(env)
 
-    def round(self, parts: List[frozenset], complements: List[frozenset]) -> tuple:
-        """Rerun B + each part and B + each complement at once; ``(kind, i)``: the first part that fails
-        ("part"; taken as soon as it fails, the round's other reruns are stopped), else a complement that
-        fails once every part passed ("complement"), else ``(None, None)``."""
+    def round(self, parts: List[frozenset], complements: List[frozenset], verify: Optional[Dict[int, dict]] = None) -> tuple:
+        """Rerun B + each part and B + each complement at once, with the clean base itself while its answer
+        is pending (``gate_env``: a rerun saved when the base passes) and, when the parts are single deltas,
+        the user's environment without each (``verify``: part index -> env; the verification saved).
+        ``(kind, i)``: ("gate", None) when the base did not pass; the first part that fails ("part", taken as
+        soon as it and its verification answered; the round's other reruns are stopped); else a complement
+        that fails once every part passed ("complement"); else ``(None, None)``."""
         self.rounds += 1
         rnd = _Round()
-        groups = [("part", i, g) for i, g in enumerate(parts)] + [("complement", i, g) for i, g in enumerate(complements)]
-        pool = ThreadPoolExecutor(max_workers=max(1, min(self.workers, len(groups))))
+        jobs = []
+        if self.gate_env is not None:
+            jobs.append((("gate", None), self.gate_env))
+        jobs += [(("part", i), compose(self.env, self.base, g)) for i, g in enumerate(parts) if g not in self.memo]
+        jobs += [(("verify", i), e) for i, e in (verify or {}).items()]
+        jobs += [(("complement", i), compose(self.env, self.base, g)) for i, g in enumerate(complements) if g not in self.memo]
+        group = {("part", i): g for i, g in enumerate(parts)}
+        group.update({("complement", i): g for i, g in enumerate(complements)})
+        answers: Dict[tuple, Optional[bool]] = {}
+        pool = ThreadPoolExecutor(max_workers=max(1, min(self.workers, len(jobs) or 1)))
         try:
-            futs = {pool.submit(self._one, compose(self.env, self.base, g), rnd): (kind, i, g)
-                    for kind, i, g in groups if g not in self.memo}
+            futs = {pool.submit(self._one, e, rnd): key for key, e in jobs}
             pending = set(futs)
             while True:
-                fail_part = next((i for i, g in enumerate(parts) if self.memo.get(g)), None)
-                if fail_part is not None:
-                    return "part", fail_part
-                if all(g in self.memo for g in parts):
-                    fail_c = next((i for i, g in enumerate(complements) if self.memo.get(g)), None)
-                    if fail_c is not None:
-                        return "complement", fail_c
-                    if all(g in self.memo for g in complements):
-                        return None, None
+                if self.gate_env is not None and ("gate", None) in answers:
+                    self.gate, self.gate_env = answers[("gate", None)], None
+                if self.gate is not True and self.gate_env is None:
+                    return "gate", None
+                if self.gate_env is None:
+                    fail_part = next((i for i, g in enumerate(parts) if self.memo.get(g)), None)
+                    if fail_part is not None and ("verify", fail_part) not in answers and \
+                            any(futs[f] == ("verify", fail_part) for f in pending):
+                        pass  # its verification is still running: worth the wait, it saves a rerun
+                    elif fail_part is not None:
+                        return "part", fail_part
+                    elif all(g in self.memo for g in parts):
+                        fail_c = next((i for i, g in enumerate(complements) if self.memo.get(g)), None)
+                        if fail_c is not None:
+                            return "complement", fail_c
+                        if all(g in self.memo for g in complements):
+                            return None, None
                 if not pending:
                     return None, None
                 done, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for f in done:
-                    result = f.result()
-                    if result is not None:
-                        self.memo[futs[f][2]] = not result
-                    else:
-                        self.memo.setdefault(futs[f][2], None)
+                    key, result = futs[f], f.result()
+                    answers[key] = result
+                    if key[0] == "verify":
+                        self.verified[key[1]] = result
+                    elif key in group:
+                        if result is not None:
+                            self.memo[group[key]] = not result
+                        else:
+                            self.memo.setdefault(group[key], None)
         finally:
             rnd.cancel()
             pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _ddmin(run: _Runner, candidates: List[Delta], chunks: int) -> tuple:
-    """(a failing subset of ``candidates``, whether it is 1-minimal): k-ary ddmin from a failing set."""
+def _ddmin(run: _Runner, candidates: List[Delta], chunks: int, prior: Sequence[Delta] = ()) -> tuple:
+    """(a failing subset of ``candidates``, whether it is 1-minimal): k-ary ddmin from a failing set.
+    ``prior``: culprits already found (a round of single deltas verifies ``prior`` + each of them at once)."""
     c = list(candidates)
     n = min(chunks, len(c))
     while len(c) >= 2:
@@ -314,10 +341,17 @@ def _ddmin(run: _Runner, candidates: List[Delta], chunks: int) -> tuple:
         n = max(2, min(n, len(c)))
         parts = [frozenset(p) for p in _split(c, n)]
         complements = [frozenset(c) - p for p in parts] if n > 2 else []  # with 2 parts, each is the other's
-        kind, i = run.round(parts, complements)
+        singles = n == len(c)
+        run.verified = {}
+        verify = {i: without(run.env, run.base, list(prior) + list(p)) for i, p in enumerate(parts)} if singles else None
+        kind, i = run.round(parts, complements, verify)
+        if kind == "gate":
+            return [], False
         if kind == "part":
             c = [d for d in c if d in parts[i]]
             n = chunks
+            if i in run.verified:
+                run.verified_sets[frozenset(list(prior) + c)] = run.verified[i]
         elif kind == "complement":
             c = [d for d in c if d in complements[i]]
             n = max(n - 1, 2)
@@ -356,26 +390,40 @@ def explain_failure(step: Callable[[Mapping[str, str]], Optional[bool]], env: Ma
     out = {"step": label, "paths": [p for p in paths if p], "command": command,
            "base": {"PATH": base["PATH"], "kept": sorted(k for k in base if k != "PATH")},
            "deltas": len(cands), "culprits": [], "verified": None}
-    # no delta: F is the clean base, and it failed
-    passed = run.passes(compose(env, base, ())) if cands else False
+    # The clean base is rerun with the first round of the search: when it passes (the only case that
+    # goes on) that round is already done. With no delta, F is the clean base, and it failed.
+    culprits: List[Delta] = []
+    remaining, minimal, verified = list(cands), True, None
+    if not cands:
+        passed = False
+    else:
+        run.gate_env = compose(env, base, ())
+        found, minimal_here = _ddmin(run, remaining, max(2, chunks))
+        if run.gate_env is not None:  # a single delta: no round ran
+            run.gate, run.gate_env = run.passes(run.gate_env), None
+        passed = run.gate
+        if passed:
+            for attempt in range(3):  # independent breakers: after one is found, look for the next in what is left
+                if attempt:
+                    if not run.can_go_on():
+                        break
+                    found, minimal_here = _ddmin(run, remaining, max(2, chunks), prior=culprits)
+                culprits += found
+                minimal = minimal and minimal_here
+                remaining = [d for d in remaining if d not in found]
+                key = frozenset(culprits)
+                if key in run.verified_sets and run.verified_sets[key] is not None:
+                    verified = run.verified_sets[key]  # verified in the search's last round
+                elif run.can_go_on():
+                    verified = run.passes(without(env, base, culprits))
+                else:
+                    verified = None
+                    break
+                if verified is not False or not remaining or not minimal_here:  # passed, or the rerun said nothing
+                    break
     out["clean_base_passes"] = passed
     if passed:
         run.memo[frozenset()] = False
-        culprits: List[Delta] = []
-        remaining, minimal, verified = list(cands), True, None
-        for attempt in range(3):  # independent breakers: after one is found, look for the next in what is left
-            if attempt and not run.can_go_on():
-                break
-            found, minimal_here = _ddmin(run, remaining, max(2, chunks))
-            culprits += found
-            minimal = minimal and minimal_here
-            remaining = [d for d in remaining if d not in found]
-            if not run.can_go_on():
-                verified = None
-                break
-            verified = run.passes(without(env, base, culprits))
-            if verified is not False or not remaining or not minimal_here:  # passed, or the rerun said nothing
-                break
         out.update(culprits=[d.public() for d in culprits], minimal=minimal, verified=verified,
                    fix=_redacted_fix(fix_of(env, without(env, base, culprits)), env))
     out.update(reruns=run.reruns, rounds=run.rounds, seconds=round(time.monotonic() - run.t0, 3))
