@@ -27,8 +27,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
-import shlex
 from typing import Dict, Iterable, List, Optional, Tuple
 
 from gpudoctor.findings import Finding, Fix, Severity
@@ -42,8 +40,9 @@ _IMPORT_MARKS = ("No module named", "cannot open shared object file")
 UNJUDGED = ("tool.failed", "library.load_failed")
 #: Longest quote of a tool's line in a title (characters).
 SAID_MAX = 160
-_ERRORISH = re.compile(r"error|fatal|fail|cannot|can't|could not|couldn't|not found|no such|invalid|unknown|"
-                       r"unsupported|denied|refused|mismatch|incompatible|abort|WARN", re.I)
+# compiled on first use (re caches it): a healthy check never needs it
+_ERRORISH = (r"(?i)error|fatal|fail|cannot|can't|could not|couldn't|not found|no such|invalid|unknown|"
+             r"unsupported|denied|refused|mismatch|incompatible|abort|WARN")
 
 
 def _strings(value) -> Iterable[str]:
@@ -90,7 +89,9 @@ def words_of(f: Finding, records: List[dict]) -> Tuple[Optional[str], Optional[s
 def _said(text: str, matched: Optional[str]) -> str:
     """The line that matters, spaces collapsed: the matched one, else the first error-like line, else the last."""
     lines = [" ".join(l.split()) for l in ([matched] if matched else text.splitlines()) if l and l.strip()]
-    errs = [l for l in lines if _ERRORISH.search(l)]
+    import re
+
+    errs = [l for l in lines if re.search(_ERRORISH, l)]
     return (errs[0] if errs else lines[-1] if lines else "")[:SAID_MAX]
 
 
@@ -98,6 +99,8 @@ def _said(text: str, matched: Optional[str]) -> str:
 
 def _provider_fix(missing: Dict[str, str]):
     """(evidence, fix, title words) for a missing module or library, or None when nothing knows who provides it."""
+    import shlex
+
     from gpudoctor.probes.providers import pip_line, provider
 
     p = provider(**missing)
@@ -133,6 +136,8 @@ def _provider_fix(missing: Dict[str, str]):
 
 def _asked_fix(f: Finding, text: str, path: Optional[str], fixes) -> tuple:
     """Where the words say how to learn more and nothing reran the step that way, the fix says to."""
+    import shlex
+
     from gpudoctor.process.more_detail import instruction
 
     asked = instruction(text)
