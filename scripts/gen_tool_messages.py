@@ -38,7 +38,7 @@ from typing import Dict, Iterator, List, Optional, Tuple
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gpudoctor.explain.toolwords import message_literal, template_regex  # noqa: E402
+from gpudoctor.explain.toolwords import MIN_CONSTANT, constant_length, message_literal, template_regex  # noqa: E402
 
 OUT_DIR = ROOT / "gpudoctor" / "explain" / "kb" / "tools"
 DEB_BIN = Path("/usr/lib/nvidia-cuda-toolkit/bin")
@@ -87,7 +87,7 @@ def is_diagnostic(s: str) -> bool:
     if not 12 <= len(s) <= _MAX_TEMPLATE or "\n" in s.rstrip("\n") or s.startswith(("-", "_", "%")) and " " not in s:
         return False
     words = _WORD.findall(s)
-    if len(words) < 2 or not _DIAG.search(s):
+    if len(words) < 2 or " " not in s or not _DIAG.search(s):  # option names (Wno-deprecated-gpu-targets) have no space
         return False
     text = re.sub(r"%[-+ #0-9.*]*[a-zA-Z]{1,3}", "", s)
     plain = sum(c.isalpha() or c in " '\",.:;()-_=" for c in text)
@@ -178,6 +178,14 @@ def classify(template: str, tools: List[str], families: List[dict]) -> Optional[
     return None
 
 
+def libc_messages() -> set:
+    """The C library's error messages (strerror): tools print them after a path ("%s: No such file or
+    directory"), so they name no tool."""
+    import os
+
+    return {os.strerror(n).lower() for n in range(1, 134)}
+
+
 def code_messages() -> set:
     """Messages of NVIDIA's error enumerations (kb/codes/generated.json): libnccl and TensorRT link the
     CUDA runtime statically, so its messages are in them; that knowledge is the enumeration's."""
@@ -189,6 +197,7 @@ def build(nccl: Optional[Path]) -> Tuple[dict, List[str]]:
     notes: List[str] = []
     classes = load_classes()
     known = code_messages()
+    libc = libc_messages()
     found: Dict[str, dict] = {}
     per_binary: List[dict] = []
     for tool, version, origin, path in binaries(nccl):
@@ -209,12 +218,17 @@ def build(nccl: Optional[Path]) -> Tuple[dict, List[str]]:
                            "templates": n})
     messages = []
     for t, e in sorted(found.items(), key=lambda kv: kv[0].lower()):
+        constant = re.sub(r"%[-+ #0-9.*]*[a-zA-Z]{1,3}", " ", t).strip(" :.,;'\"").lower()
+        if constant in libc:
+            continue
         regex = template_regex(t, e["dialect"])
         literal = message_literal(t, e["dialect"])
         if regex is None or literal is None:
             continue  # no constant words long enough to recognise it by
-        fam = classify(t, e["tools"], classes["families"])
+        prefixed = constant_length(t, e["dialect"]) < MIN_CONSTANT  # recognised only behind the tool's name
+        fam = None if prefixed else classify(t, e["tools"], classes["families"])
         messages.append({"tools": e["tools"], "from": e["from"], "template": t, "literal": literal, "regex": regex,
+                         **({"prefixed": True} if prefixed else {}),
                          "class": fam["class"] if fam else None, "weight": fam.get("weight") if fam else None,
                          "family": fam["name"] if fam else None})
         if fam and fam["class"] and fam["class"] not in classes.get("known_classes", [fam["class"]]):
@@ -259,7 +273,7 @@ def main(argv=None) -> int:
         tmp_out.replace(out)
     out = OUT_DIR / "generated.json"
     msgs = data["messages"]
-    print(f"wrote {out.relative_to(ROOT)}: {len(msgs)} templates, {sum(m['class'] is not None for m in msgs)} classified")
+    print(f"wrote {out}: {len(msgs)} templates, {sum(m['class'] is not None for m in msgs)} classified")
     for b in data["binaries"]:
         print(f"  {b['binary']:30} {b['version']:11} {b['templates']:5} diagnostic strings, "
               f"{b['recognisable']:5} recognisable, {b['classified']:3} classified")

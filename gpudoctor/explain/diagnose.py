@@ -163,9 +163,9 @@ def _tool_said(scanner: Scanner) -> List[Diagnosis]:
     """A tool's own message that no class explains (gpudoctor.explain.toolwords): last, at low confidence."""
     if not scanner.tail:
         return []
-    explained = frozenset(m.line_no for m in scanner.matches if not m.signature.id.startswith(CONTEXT_PREFIX))
+    explained = [m for m in scanner.matches if not m.signature.id.startswith(CONTEXT_PREFIX)]
     first = max(scanner.lines - scanner.tail.count(b"\n"), 0) + 1
-    found = tool_matches(scanner.tail, first, explained)
+    found = tool_matches(scanner.tail, first, frozenset(m.line_no for m in explained), frozenset(m.line for m in explained))
     return [_build(found[0], found[1], TOOL_SCORE, scanner, [])] if found else []
 
 

@@ -26,7 +26,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Dict, List, Optional, Pattern, Tuple
 
-__all__ = ["TOOL_MESSAGE", "TOOL_SCORE", "message_literal", "template_regex", "classified_variants", "tool_said",
+__all__ = ["TOOL_MESSAGE", "TOOL_SCORE", "MIN_CONSTANT", "MIN_PREFIXED", "constant_length", "message_literal", "template_regex", "classified_variants", "tool_said",
            "load_generated"]
 
 TOOLS_DIR = Path(__file__).resolve().parent / "kb" / "tools"
@@ -40,8 +40,13 @@ _GAP = 256  # characters a %s may stand for
 # Bytes the scanner's literals already use (scan.literal_byte_classes): a literal holding another would
 # split a byte class and double the automaton. tests/test_explain.py counts the classes.
 _LITERAL_BYTES = frozenset(b" \"#'()+,-./0123456:;<=>?@[\\]_`abcdefghijklmnopqrstuvwxyz")
-_MIN_LITERAL = 16  # characters; shorter runs ("is not supported") are common words in any tool's output
-_MIN_CONSTANT = 18  # characters of constant text in the whole template
+# How much constant text tells one tool's template from other programs' words: the literal only
+# prefilters, the regex then needs all of the template's constant text on the line.
+_MIN_LITERAL = 10  # characters, two words
+MIN_CONSTANT = 18  # characters of constant text in the whole template, to be recognised anywhere
+#: Shorter templates ("Unknown option '%s'") count only on a line where the tool names itself
+#: ("nvcc fatal   : Unknown option '--foo'"): ``prefixed`` in generated.json.
+MIN_PREFIXED = 10
 
 _PRINTF = r"%(?:%|[-+ #0]{0,4}(?:\d{1,3}|\*)?(?:\.(?:\d{1,3}|\*))?(?:hh|h|ll|l|z|j|t|L|q|I64)?[diouxXeEfgGcspaA])"
 # EDG (cudafe++) also writes %sq (a quoted string), %nd / %no / %nfd (an entity), %t (a type), %p (a
@@ -98,12 +103,16 @@ def _strip(pieces: List[Tuple[str, str]]) -> List[Tuple[str, str]]:
     return pieces
 
 
+def constant_length(template: str, dialect: str = "printf") -> int:
+    """Characters of constant text the template's regex requires."""
+    return sum(len(s.strip()) for k, s in _strip(_pieces(template, dialect)) if k == "text")
+
+
 def template_regex(template: str, dialect: str = "printf") -> Optional[str]:
     """A linear regex for the template (see the module doc), or None when its constant text is too short
-    to tell it from other tools' words."""
+    (:data:`MIN_PREFIXED`) to tell it from other programs' words even behind the tool's name."""
     pieces = _strip(_pieces(template, dialect))
-    texts = [s for k, s in pieces if k == "text"]
-    if sum(len(s.strip()) for s in texts) < _MIN_CONSTANT:
+    if constant_length(template, dialect) < MIN_PREFIXED:
         return None
     out: List[str] = []
     group = 0
@@ -129,7 +138,7 @@ def template_regex(template: str, dialect: str = "printf") -> Optional[str]:
             out.append("[^%s\\n]{0,%d}" % (quote, _GAP))
             continue
         group += 1  # atomic: the first place the next text follows, never a retry (linear)
-        out.append("(?=(.{0,%d}?%s))\\%d" % (_GAP * len(specs), re.escape(nxt), group))
+        out.append("(?=(.{0,%d}?%s))\\%d" % (min(_GAP * len(specs), 2 * _GAP), re.escape(nxt), group))
         i += 1
     return "".join(out)
 
@@ -189,6 +198,17 @@ _PREFIX = re.compile(r"\b(?P<tool>nvcc|ptxas|nvlink|fatbinary|cicc|cudafe\+\+)\s
                      r"|\bnccl (?P<nccl>warn|info)\b|(?P<trt>\[trt\]|tensorrt)", re.I)
 
 
+def _which_tool(line: str, tools: List[str]) -> str:
+    """The tool a line names that holds this template ("ptxas fatal   : ...", "ptxas x.ptx, line 5; error   :",
+    "NCCL WARN"), else every tool that holds it ("cudafe++ or cicc")."""
+    pre = _PREFIX.search(line)
+    if pre is not None:  # the line says who printed it (a message built at run time is not in .rodata as a whole)
+        return pre.group("tool") or ("libnccl" if pre.group("nccl") else "TensorRT")
+    low = line.lower()
+    named_here = [t for t in tools if re.search(rf"(?<![\w+-]){re.escape(t.lower())}(?![\w+-])", low)]
+    return named_here[0] if len(named_here) == 1 else " or ".join(tools)
+
+
 @lru_cache(maxsize=1)
 def _unclassified() -> Tuple[List[bytes], List[List[dict]]]:
     by_literal: Dict[bytes, List[dict]] = {}
@@ -231,35 +251,34 @@ def _tail_automaton():
 
 def tool_said(tail: bytes, first_line: int, limit: int = 3) -> List[Dict[str, object]]:
     """Lines of ``tail`` (the log's last bytes; its first line is number ``first_line``) that a tool's
-    unclassified template matches: ``[{"line_no", "line", "tool", "template", "from"}]``, first
-    ``limit`` in log order (``message``: the line from where the template starts)."""
+    unclassified template matches: ``[{"line_no", "line", "tool", "tools", "template", "from", "message"}]``,
+    the first ``limit`` lines in log order (``message``: the line from where the template starts). Where
+    several templates match one line, the one with the most constant text wins (``Value '%s' is not
+    defined for option '%s'`` over ``%s' is not defined``)."""
     literals, entries = _unclassified()
     if not tail or not literals:
         return []
     low = tail.lower()
-    found: Dict[int, Dict[str, object]] = {}
-    for idx, start in sorted(_hits(low, literals), key=lambda h: h[1]):
-        line_start = low.rfind(b"\n", 0, start) + 1
-        if line_start in found:
-            continue
-        end = low.find(b"\n", start)
-        raw = tail[line_start:min(end if end >= 0 else len(tail), line_start + _MAX_LINE)]
-        text = raw.decode("utf-8", errors="replace")
-        for m in entries[idx]:
+    by_line: Dict[int, List[int]] = {}
+    for idx, start in _hits(low, literals):
+        by_line.setdefault(low.rfind(b"\n", 0, start) + 1, []).append(idx)
+    found: List[Dict[str, object]] = []
+    for line_start in sorted(by_line):
+        end = low.find(b"\n", line_start)
+        text = tail[line_start:min(end if end >= 0 else len(tail), line_start + _MAX_LINE)].decode("utf-8", errors="replace")
+        candidates = sorted({id(m): m for i in by_line[line_start] for m in entries[i]}.values(),
+                            key=lambda m: -len(m["template"]))
+        for m in candidates:
             hit = _compiled(m["regex"]).search(text)
-            if hit:
-                pre = _PREFIX.search(text)
-                tool = (" or ".join(m["tools"]) if pre is None else
-                        pre.group("tool") or ("libnccl" if pre.group("nccl") else "TensorRT"))
-                if pre is not None and tool not in m["tools"] and not (tool == "nvcc" and "nvcc" in m["tools"]):
-                    tool = " or ".join(m["tools"])  # the prefix is another tool's: trust the binaries
-                found[line_start] = {"line_no": first_line + tail.count(b"\n", 0, line_start), "line": text.strip()[:300],
-                                     "tool": tool, "tools": m["tools"], "template": m["template"], "from": m["from"],
-                                     "message": text[hit.start():].strip()[:200]}
-                break
+            if hit is None or (m.get("prefixed") and not _PREFIX.search(text)):
+                continue
+            found.append({"line_no": first_line + tail.count(b"\n", 0, line_start), "line": text.strip()[:300],
+                          "tool": _which_tool(text, m["tools"]), "tools": m["tools"], "template": m["template"],
+                          "from": m["from"], "message": text[hit.start():].strip()[:200]})
+            break
         if len(found) >= limit:
             break
-    return sorted(found.values(), key=lambda f: f["line_no"])
+    return found
 
 
 def more_detail(tools: List[str]) -> List[str]:
@@ -284,13 +303,15 @@ def tool_signature(tool: str, binary: str):
         (), {}, "kb/tools/generated.json")
 
 
-def tool_matches(tail: bytes, first_line: int, skip_lines=frozenset()):
+def tool_matches(tail: bytes, first_line: int, skip_lines=frozenset(), skip_texts=frozenset()):
     """(signature, [Match]) for the unclassified templates matched in ``tail`` outside ``skip_lines``
-    (lines another signature already explains), or None."""
+    (numbers of lines another signature already explains) and ``skip_texts`` (their text: the scanner keeps
+    only a signature's first matches, and a log repeats its lines), or None."""
     from gpudoctor.explain.kb import Variant
     from gpudoctor.explain.scan import Match
 
-    said = [s for s in tool_said(tail, first_line, limit=3 + len(skip_lines)) if s["line_no"] not in skip_lines][:3]
+    said = [s for s in tool_said(tail, first_line, limit=3 + len(skip_lines))
+            if s["line_no"] not in skip_lines and s["line"] not in skip_texts][:3]
     if not said:
         return None
     sig = tool_signature(str(said[0]["tool"]), str(said[0]["from"][0]))
