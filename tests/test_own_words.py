@@ -299,3 +299,11 @@ def test_words_that_ask_for_a_setting_nobody_reran_with_become_a_fix():
                                          "stacktrace below might be incorrect.\nFor debugging consider passing CUDA_LAUNCH_BLOCKING=1"})
     (read,) = annotate_findings([f], {})
     assert ("CUDA_LAUNCH_BLOCKING=1 ./smoke",) in [fx.commands for fx in read.fixes]
+
+
+def test_a_problem_records_words_never_hold_a_secret():
+    from gpudoctor.process.problems import record
+
+    said = "login failed for GITHUB_TOKEN=ghp_abcdefghijklmnopqrstuvwxyz0123456789"
+    rec = record("/usr/bin/tool", "exit", "tool exited with code 1", last_line=said, stderr_tail="x\n" + said)
+    assert "ghp_" not in json.dumps(rec) and rec["last_line"].endswith("GITHUB_TOKEN=<redacted>")

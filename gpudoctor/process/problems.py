@@ -37,11 +37,11 @@ def record(path: str, kind: str, what: str, command: Optional[str] = None, last_
     out = {"path": path, "kind": kind, "what": what}
     if command:
         out["command"] = command
-    if last_line:
-        out["last_line"] = last_line
-    if stderr_tail:
-        from gpudoctor.process.tail import tail
+    from gpudoctor.process.tail import mask, tail
 
+    if last_line:
+        out["last_line"] = mask(last_line)
+    if stderr_tail:
         kept = tail(stderr_tail)
         if kept:
             out["stderr_tail"] = kept

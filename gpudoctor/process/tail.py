@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-__all__ = ["TAIL_LINES", "TAIL_BYTES", "tail"]
+__all__ = ["TAIL_LINES", "TAIL_BYTES", "tail", "mask"]
 
 #: Lines and bytes (UTF-8) of a tool's output kept per failed step.
 TAIL_LINES = 20
@@ -26,7 +26,8 @@ _SECRET_VALUE = re.compile(
     r"|sk-[A-Za-z0-9_-]{20,})")
 
 
-def _mask(line: str) -> str:
+def mask(line: str) -> str:
+    """``line`` with secret-named variables' values and credential-shaped strings replaced by ``<redacted>``."""
     line = _SECRET_ASSIGN.sub(lambda m: f"{m.group(1)}{m.group(2)}<redacted>", line)
     return _SECRET_VALUE.sub("<redacted>", line)
 
@@ -36,7 +37,7 @@ def tail(text: Optional[str], lines: int = TAIL_LINES, max_bytes: int = TAIL_BYT
     cut line starts with ``…``), secrets masked; None when there is nothing to keep."""
     if not text:
         return None
-    kept = [_mask(l.rstrip()) for l in str(text).replace("\r\n", "\n").replace("\r", "\n").split("\n") if l.strip()][-lines:]
+    kept = [mask(l.rstrip()) for l in str(text).replace("\r\n", "\n").replace("\r", "\n").split("\n") if l.strip()][-lines:]
     if not kept:
         return None
     out = "\n".join(kept)
