@@ -19,9 +19,10 @@
 #   lean_refuses    (only when .ci/cache/trt-lean and ../shared/engines exist) the real TensorRT 11.4 lean runtime
 #                   on PYTHONPATH, `check --engine` on a real TensorRT 10.0 plan: the runtime refuses it in its own
 #                   words -> tensorrt.engine_mismatch is a FAIL (it was a warning), its words in evidence.stderr_tail
-#   nccl_p2p_bogus  (only with 2+ GPUs) NCCL_P2P_LEVEL=BOGUS and NCCL_DEBUG=VERSION: torch's NCCL all-reduce is the
-#                   ground truth; smoke.nccl (fail) shows NCCL's words and, where NCCL asked for NCCL_DEBUG=WARN,
-#                   evidence.rerun with what the rerun said
+#   nccl_net_bogus  (only with 2+ GPUs) NCCL_NET=bogus and NCCL_DEBUG=VERSION (so NCCL's warnings are not captured):
+#                   torch's NCCL all-reduce is the ground truth; smoke.nccl (fail) shows NCCL's error and, where NCCL
+#                   asked for NCCL_DEBUG=WARN, evidence.rerun with what the rerun said ("rerun with NCCL_DEBUG=WARN,
+#                   NCCL said: ...")
 # Env: GD (command that runs gpudoctor), OUTDIR (outputs). Each state well under 25 s.
 set -u
 : "${GD:=python3 -m gpudoctor}" "${OUTDIR:=/tmp/ownwords-out}"
@@ -42,20 +43,21 @@ check() {  # STATE [ARGS...]: gpudoctor in the state, text and JSON
 }
 state() { echo "== $1"; echo "# $2" > "$OUTDIR/$1.truth.txt"; }
 KERNEL="$REPO/gpudoctor/smoke/vector_add.cu"
+NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 TORCH='import torch; x = torch.ones(4, device="cuda"); print("ok:", (x + x).sum().item(), torch.cuda.get_device_name(0))'
 BINDINGS='from cuda.bindings import driver; print("ok: cuInit", driver.cuInit(0))'
 
 # ---- ptxas_flag ------------------------------------------------------------------------------------------------
 state ptxas_flag "NVCC_APPEND_FLAGS='-Xptxas --no-such-ptxas-option'"
 ( export NVCC_APPEND_FLAGS='-Xptxas --no-such-ptxas-option'
-  truth ptxas_flag "nvcc vector_add.cu -o x" nvcc "$KERNEL" -o "$SCRATCH/ptxas_x"
+  truth ptxas_flag "nvcc vector_add.cu -o x" "$NVCC" "$KERNEL" -o "$SCRATCH/ptxas_x"
   check ptxas_flag ) || echo "ptxas_flag: state failed"
 
 # ---- host_flag -------------------------------------------------------------------------------------------------
 state host_flag "NVCC_APPEND_FLAGS='-Xcompiler -fno-such-gcc-option'"
 ( export NVCC_APPEND_FLAGS='-Xcompiler -fno-such-gcc-option'
-  truth host_flag "nvcc vector_add.cu -o x" nvcc "$KERNEL" -o "$SCRATCH/host_x"
-  truth host_flag "nvcc --version" nvcc --version
+  truth host_flag "nvcc vector_add.cu -o x" "$NVCC" "$KERNEL" -o "$SCRATCH/host_x"
+  truth host_flag "nvcc --version" "$NVCC" --version
   check host_flag ) || echo "host_flag: state failed"
 
 # ---- cvd_bogus_uuid --------------------------------------------------------------------------------------------
@@ -99,14 +101,14 @@ pytruth no_trt_module "import tensorrt" 'import tensorrt'
 ( cd "$REPO" && python3 -c "from gpudoctor.probes.providers import provider; print(provider(module='tensorrt'))" \
     >> "$OUTDIR/no_trt_module.truth.txt" 2>&1 ) || echo "no_trt_module: state failed"
 
-# ---- nccl_p2p_bogus --------------------------------------------------------------------------------------------
+# ---- nccl_net_bogus --------------------------------------------------------------------------------------------
 NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
-state nccl_p2p_bogus "NCCL_P2P_LEVEL=BOGUS NCCL_DEBUG=VERSION ($NGPU GPUs)"
+state nccl_net_bogus "NCCL_NET=bogus NCCL_DEBUG=VERSION ($NGPU GPUs)"
 if [ "${NGPU:-0}" -ge 2 ]; then
-  ( export NCCL_P2P_LEVEL=BOGUS NCCL_DEBUG=VERSION
-    pytruth nccl_p2p_bogus "torch NCCL all-reduce" 'import torch, torch.cuda.nccl as n; xs = [torch.ones(4, device=f"cuda:{i}") for i in range(torch.cuda.device_count())]; n.all_reduce(xs); print("ok:", xs[0].tolist())'
-    check nccl_p2p_bogus ) || echo "nccl_p2p_bogus: state failed"
+  ( export NCCL_NET=bogus NCCL_DEBUG=VERSION
+    pytruth nccl_net_bogus "torch NCCL all-reduce" 'import torch, torch.cuda.nccl as n; xs = [torch.ones(4, device=f"cuda:{i}") for i in range(torch.cuda.device_count())]; n.all_reduce(xs); torch.cuda.synchronize(); print("ok:", xs[0].tolist())'
+    check nccl_net_bogus ) || echo "nccl_net_bogus: state failed"
 else
-  echo "skipped: $NGPU GPU(s); the multi-GPU smoke test needs two" | tee -a "$OUTDIR/nccl_p2p_bogus.truth.txt"
+  echo "skipped: $NGPU GPU(s); the multi-GPU smoke test needs two" | tee -a "$OUTDIR/nccl_net_bogus.truth.txt"
 fi
 echo "ownwords: done"
