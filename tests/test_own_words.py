@@ -307,3 +307,16 @@ def test_a_problem_records_words_never_hold_a_secret():
     said = "login failed for GITHUB_TOKEN=ghp_abcdefghijklmnopqrstuvwxyz0123456789"
     rec = record("/usr/bin/tool", "exit", "tool exited with code 1", last_line=said, stderr_tail="x\n" + said)
     assert "ghp_" not in json.dumps(rec) and rec["last_line"].endswith("GITHUB_TOKEN=<redacted>")
+
+
+def test_check_shows_what_nvcc_said_in_its_json_report(tmp_path):
+    """End to end through the CLI: the real nvcc refuses a flag an environment variable adds."""
+    need(os.path.isfile(NVCC), NVCC)
+    env = dict(os.environ, PYTHONPATH=ROOT, NVCC_APPEND_FLAGS="--no-such-flag-gd", NO_COLOR="1",
+               PATH=f"{os.path.dirname(NVCC)}:{os.environ.get('PATH', '')}")
+    out = subprocess.run([sys.executable, "-m", "gpudoctor", "check", "--json", "--no-smoke", "--timeout", "30"],
+                         capture_output=True, text=True, env=env, cwd=str(tmp_path), timeout=120)
+    report = json.loads(out.stdout)
+    said = [f for f in report["findings"] if "Unknown option '--no-such-flag-gd'" in f["title"]]
+    assert said, [f["title"] for f in report["findings"]]
+    assert all("--no-such-flag-gd" in f["evidence"]["stderr_tail"] for f in said)
