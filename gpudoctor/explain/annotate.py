@@ -196,10 +196,8 @@ def _annotate_one(f: Finding, text: str, path: Optional[str], kb, lookup: bool =
                 ev["severity_from"] = f"the tool's own words ({best.finding.id}, {label} confidence)"
         elif label == "medium" and not same:
             fixes = fixes + tuple(best.finding.fixes)
-        if label != "low" or same:
+        if label != "low" and not same:  # low confidence: evidence only (a guess is not a stated cause)
             detail = " ".join(x for x in (detail, f"Its own words mean: {meaning}.", best.finding.detail or "") if x)
-        else:
-            detail = " ".join(x for x in (detail, f"Possibly (low confidence): {meaning}.") if x)
     fixes = fixes + _asked_fix(f, text, path, fixes)
     missing = missing_in(text) if lookup else None
     found = _provider_fix(missing) if missing else None
