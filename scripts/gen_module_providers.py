@@ -15,6 +15,9 @@ of every ``lib*.so*`` that is not a Python extension. Regenerate with:
 
     python scripts/gen_module_providers.py .ci/cache/*/site-packages .venv/lib/python3*/site-packages \\
         /opt/wheels/torch-*.whl DOWNLOADED/*.whl DOWNLOADED/*.tar.gz
+
+(the shipped table: also the nvidia-*, cuda-*, jaxlib wheels of this CI machine's local index, /opt/pypi*/files,
+and the tensorrt-cu13 / -lean / -dispatch 11.4 sdists from `pip download --no-deps --no-binary :all:`).
 """
 from __future__ import annotations
 

@@ -62,7 +62,19 @@ def _dist(name: str):
         return None
 
 
+def _newest_cuda_first(dists: List[str]) -> List[str]:
+    """nvidia-cudnn-cu13 before nvidia-cudnn-cu12: the pip line names the newest CUDA major's wheel."""
+    def major(d: str) -> int:
+        m = re.search(r"-cu(\d+)", d)
+        return int(m.group(1)) if m else 0
+    return sorted(dists, key=lambda d: (-major(d), d))
+
+
 def _table(module: Optional[str], library: Optional[str]) -> List[str]:
+    return _newest_cuda_first(_table_hits(module, library))
+
+
+def _table_hits(module: Optional[str], library: Optional[str]) -> List[str]:
     from gpudoctor.probes.providers_table import LIBRARIES, MODULES
 
     if library:
