@@ -185,18 +185,17 @@ def _annotate_one(f: Finding, text: str, path: Optional[str], kb, lookup: bool =
         label = confidence_label(best.score)
         ev["cause"] = {"id": best.finding.id, "title": best.finding.title, "confidence": label,
                        "score": round(best.score, 3), "line": matched}
-        same = known
         meaning = f"{best.finding.title} [{best.finding.id}, {label} confidence]"
-        if label == "high" and not same:
+        if label == "high" and not known:
             title = f"{title} → {best.finding.title}"
             fixes = tuple(best.finding.fixes) + fixes
             if f.id in UNJUDGED and best.finding.severity.rank > severity.rank:
                 # the fallback's warning meant "could not use it"; the tool's own words show what is broken
                 severity = best.finding.severity
                 ev["severity_from"] = f"the tool's own words ({best.finding.id}, {label} confidence)"
-        elif label == "medium" and not same:
+        elif label == "medium" and not known:
             fixes = fixes + tuple(best.finding.fixes)
-        if label != "low" and not same:  # low confidence: evidence only (a guess is not a stated cause)
+        if label != "low" and not known:  # low confidence: evidence only (a guess is not a stated cause)
             detail = " ".join(x for x in (detail, f"Its own words mean: {meaning}.", best.finding.detail or "") if x)
     fixes = fixes + _asked_fix(f, text, path, fixes)
     missing = missing_in(text) if lookup else None
