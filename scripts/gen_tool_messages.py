@@ -78,7 +78,8 @@ _DIAG = re.compile(
     r"couldn't|unable|mismatch(?:ed)?|missing|incompatible|unknown|undefined|too (?:old|new|large|many|small)|"
     r"exceed(?:s|ed)?|out of|denied|no such|corrupt(?:ed)?|overflow|conflict(?:s|ing)?|requires?|expected|"
     r"unexpected|ignor(?:ed|ing)|deprecated|abort(?:ed|ing)?|refus(?:ed|es)|older|newer|unresolved|duplicate|"
-    r"multiple definition|redefinition|unrecogni[sz]ed|violat(?:es|ion)|timed? ?out)\b", re.I)
+    r"multiple definition|redefinition|unrecogni[sz]ed|violat(?:es|ion)|timed? ?out|no usable|"
+    r"no (?:[a-z]+ ){1,3}(?:found|available|detected))\b", re.I)
 _MAX_TEMPLATE = 220  # longer strings are option help and documentation, not messages
 
 

@@ -174,6 +174,15 @@ def test_unclassified_messages_name_the_tool_never_a_cause():
     assert d.matches[0].line_no == 2
 
 
+def test_nccl_names_its_bootstrap_failure_after_the_code_it_returns():
+    log = ("h100:2231:2231 [0] NCCL WARN Bootstrap : no socket interface found\n"
+           "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, internal error - please "
+           "report this issue to the NCCL developers, NCCL version 2.21.5\n")
+    diags = diagnose_text(log, KB)
+    assert diags[-1].finding.id == "tool.message" and diags[-1].matches[0].line_no == 1
+    assert diags[-1].finding.title == "libnccl said: Bootstrap : no socket interface found"
+
+
 def test_a_tool_message_never_outranks_a_diagnosis_or_a_hint():
     log = ("nvcc fatal   : Unknown option '--foo'\n"
            "CUDA driver version is insufficient for CUDA runtime version\n")
