@@ -137,6 +137,14 @@ def binaries(nccl: Optional[Path]) -> List[Tuple[str, str, str, Path]]:
     return out
 
 
+def _portable(path: Path) -> str:
+    """The file as another run would name it: a wheel's member path, a path in the repository relative to it."""
+    text = str(path)
+    if "/nvidia/nccl/lib/" in text:
+        return "nvidia/nccl/lib/" + path.name
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else text
+
+
 def _wheel_of(path: Path) -> str:
     marker = path.parent / ".wheel"
     return marker.read_text().strip() if marker.is_file() else "nvidia-nccl-cu13 wheel"
@@ -215,7 +223,7 @@ def build(nccl: Optional[Path]) -> Tuple[dict, List[str]]:
             src = f"{path.name} {version}"
             if src not in e["from"]:
                 e["from"].append(src)
-        per_binary.append({"tool": tool, "binary": path.name, "version": version, "from": origin, "file": str(path),
+        per_binary.append({"tool": tool, "binary": path.name, "version": version, "from": origin, "file": _portable(path),
                            "templates": n})
     messages = []
     for t, e in sorted(found.items(), key=lambda kv: kv[0].lower()):

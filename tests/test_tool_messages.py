@@ -174,6 +174,22 @@ def test_unclassified_messages_name_the_tool_never_a_cause():
     assert d.matches[0].line_no == 2
 
 
+def test_a_classified_message_is_attributed_to_the_tool_the_line_names():
+    line = ("nvlink error   : Version mismatch for device code binary for cuda source file 'a.cu'; found version=118, "
+            "current version=130")
+    d = diagnose_text(line + "\n", KB)[0]
+    assert d.finding.id == "toolkit.mixed" and d.finding.evidence["tool"] == "nvlink"  # the template: nvlink or libcuda
+    assert d.finding.evidence["tool_template"].startswith("Version mismatch for device code binary")
+
+
+def test_toolwords_log_patterns_stay_linear():
+    spec = importlib.util.spec_from_file_location("kb_linear", ROOT / "tests" / "test_explain_kb_linear.py")
+    lint = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(lint)
+    patterns = [tw._PREFIX] + [re.compile(rf"(?<![\w+-]){re.escape(t)}(?![\w+-])") for t in ("cudafe++", "ptxas")]
+    assert not [(p.pattern, shape) for p in patterns for shape in lint._quadratic_shapes(p.pattern)]
+
+
 def test_nccl_names_its_bootstrap_failure_after_the_code_it_returns():
     log = ("h100:2231:2231 [0] NCCL WARN Bootstrap : no socket interface found\n"
            "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, internal error - please "

@@ -20,7 +20,7 @@ from gpudoctor.explain.facts import judge as judge_facts
 from gpudoctor.explain.hints import add_hints
 from gpudoctor.explain.libraries import describe as describe_library
 from gpudoctor.explain.scan import Match, Scanner
-from gpudoctor.explain.toolwords import TOOL_SCORE, tool_matches
+from gpudoctor.explain.toolwords import TOOL_SCORE, tool_matches, which_tool
 from gpudoctor.explain.xid import APPLICATION_XIDS, application_only
 from gpudoctor.findings import Finding, Fix, Severity
 
@@ -182,7 +182,16 @@ def _rewrite(d: Diagnosis, scanner: Scanner) -> Diagnosis:
     d = _unless_no_such_architecture(d)
     d = _unless_application_xid(d, scanner)
     d = _driver_library(d, scanner)
+    d = _the_tool_that_said_it(d)
     return _outside_the_gpu_stack(d, scanner)
+
+
+def _the_tool_that_said_it(d: Diagnosis) -> Diagnosis:
+    """A template several binaries hold ("nvlink or libcuda") is the one tool the matched line names."""
+    ev = d.finding.evidence
+    if " or " in str(ev.get("tool", "")) and "tool_template" in ev and d.matches:
+        ev["tool"] = which_tool(d.matches[0].line, str(ev["tool"]).split(" or "))
+    return d
 
 
 def _driver_library(d: Diagnosis, scanner: Scanner) -> Diagnosis:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Pattern, Tuple
 
 __all__ = ["TOOL_MESSAGE", "TOOL_SCORE", "MIN_CONSTANT", "MIN_PREFIXED", "constant_length", "message_literal", "template_regex", "classified_variants", "tool_said",
-           "load_generated"]
+           "load_generated", "which_tool"]
 
 TOOLS_DIR = Path(__file__).resolve().parent / "kb" / "tools"
 #: Finding id of a recognised tool message that no family classifies.
@@ -198,7 +198,7 @@ _PREFIX = re.compile(r"\b(?P<tool>nvcc|ptxas|nvlink|fatbinary|cicc|cudafe\+\+)\s
                      r"|\bnccl (?P<nccl>warn|info)\b|(?P<trt>\[trt\]|tensorrt)", re.I)
 
 
-def _which_tool(line: str, tools: List[str]) -> str:
+def which_tool(line: str, tools: List[str]) -> str:
     """The tool a line names that holds this template ("ptxas fatal   : ...", "ptxas x.ptx, line 5; error   :",
     "NCCL WARN"), else every tool that holds it ("cudafe++ or cicc")."""
     pre = _PREFIX.search(line)
@@ -273,7 +273,7 @@ def tool_said(tail: bytes, first_line: int, limit: int = 3) -> List[Dict[str, ob
             if hit is None or (m.get("prefixed") and not _PREFIX.search(text)):
                 continue
             found.append({"line_no": first_line + tail.count(b"\n", 0, line_start), "line": text.strip()[:300],
-                          "tool": _which_tool(text, m["tools"]), "tools": m["tools"], "template": m["template"],
+                          "tool": which_tool(text, m["tools"]), "tools": m["tools"], "template": m["template"],
                           "from": m["from"], "message": text[hit.start():].strip()[:200]})
             break
         if len(found) >= limit:
