@@ -172,6 +172,11 @@ def test_real_nvcc_version_broken_by_a_foreign_libgcc_first_on_ld_library_path(t
     from gpudoctor.rules.faults import named_paths
 
     assert NVCC13 in named_paths(f)  # the problem record is reported by this finding
+    from gpudoctor.rules.toolkit import toolkit_broken
+
+    broken = toolkit_broken(Facts({"toolkit": {"toolkits": [facts], "on_path": NVCC13}}), rule_ctx())
+    assert broken and "could not be asked" not in broken[0].title  # nvcc is fine: the environment is named instead
+    assert f"fails only because of the LD_LIBRARY_PATH entry {bad}" in broken[0].title
 
 
 @needs_nvcc
@@ -194,6 +199,7 @@ def test_check_names_a_wrong_gcc_first_on_path(tmp_path):
     assert ours[0].title.endswith(f"succeeds without the PATH entry {wrong}: verified")
     smoke = [f for f in report.findings if f.id == "smoke.nvcc" and f.evidence.get("command", "").startswith(ours[0].evidence["path"])]
     assert smoke and smoke[0].severity.value == "fail"  # the smoke finding still says the build failed
+    assert f"fails only because of the PATH entry {wrong}" in smoke[0].title or "see " in smoke[0].title, smoke[0].title
 
 
 def test_a_smoke_run_that_fails_only_with_a_variable_is_explained(tmp_path):

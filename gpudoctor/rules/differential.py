@@ -52,6 +52,14 @@ def _shown(c: dict) -> str:
     return f"{c['var']}={c['value']}"
 
 
+def verified_cause(differential) -> str:
+    """"fails only because of X=... (see environment.breaks_step)" for a verified differential, else ""
+    (other rules' titles use it, so a tool is not blamed for what the environment did)."""
+    if not isinstance(differential, dict) or not differential.get("verified") or not differential.get("culprits"):
+        return ""
+    return f"fails only because of {', '.join(_shown(c) for c in differential['culprits'])} (see environment.breaks_step)"
+
+
 def _cap(step: str) -> str:
     return "The" + step[3:] if step.startswith("the ") else step
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import re
 
+from gpudoctor.rules.differential import verified_cause
 from gpudoctor.findings import Finding, Fix, Severity
 from gpudoctor.process.tail import tail
 
@@ -137,8 +138,9 @@ def nvcc_smoke(facts, ctx):
             fixes = ()
             if retry.get("compile_ok"):
                 fixes = (Fix(f"Verified: the same build succeeds with -ccbin {retry['ccbin']}.", (retry.get("command", ""),)),)
+            env_cause = verified_cause(b.get("differential"))
             out.append(Finding("smoke.nvcc", Severity.FAIL, "smoke",
-                               f"{label}: build failed" + (f": {meaning} (see {fid})" if fid else ""),
+                               f"{label}: build failed" + (f": {meaning} (see {fid})" if fid else f": {env_cause}" if env_cause else ""),
                                evidence=dict(ev, first_error=_first_error_line(text), output=text[-1200:],
                                              stderr_tail=tail(text), **_stated(meaning, fid)),
                                fixes=fixes))
@@ -154,8 +156,10 @@ def nvcc_smoke(facts, ctx):
         else:
             text = run.get("output") or run.get("error") or ""
             meaning, fid = explain(text)
+            env_cause = verified_cause(run.get("differential"))
             out.append(Finding("smoke.nvcc", Severity.FAIL, "smoke",
-                               f"{label}: built, but the program failed" + (f": {meaning} (see {fid})" if fid else ""),
+                               f"{label}: built, but the program failed" + (f": {meaning} (see {fid})" if fid
+                                                                            else f": {env_cause}" if env_cause else ""),
                                evidence=dict(ev, output=text[-800:], returncode=run.get("returncode"), stderr_tail=tail(text),
                                              **_stated(meaning, fid))))
     return out

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 
+from gpudoctor.rules.differential import verified_cause
 from gpudoctor.findings import Finding, Fix, Severity
 from gpudoctor.rules.fixes import gxx_package, install
 from gpudoctor.rules._util import gpus, in_use_toolkit, sm
@@ -207,7 +208,10 @@ def toolkit_broken(facts, ctx):
             first = on_path and t.get("nvcc") == on_path
             where = "first on PATH" if first else f"found via {t.get('found_via')}"
             ptxas = (t.get("ptxas") or {}).get("path")
-            if rec["path"] == t.get("nvcc"):
+            env_cause = verified_cause(t.get("differential"))
+            if rec["path"] == t.get("nvcc") and env_cause:  # nvcc is fine: the environment broke it
+                title = f"nvcc {where} ({t['nvcc']}) {env_cause}"
+            elif rec["path"] == t.get("nvcc"):
                 title = f"nvcc {where} ({t['nvcc']}) could not be asked: {rec['what']}"
             elif rec["path"] == ptxas:
                 title = f"{_label(t)} would run ptxas {ptxas}, which failed: {rec['what']}"
