@@ -8,14 +8,15 @@ refusal word, no help-text length), then joins them with the hand-kept ``tools/c
 (families by template prefix or phrase -> finding class, with a reason). A template no family
 names stays unclassified: ``explain`` still recognises it and names the tool, at low confidence.
 
-Binaries (each skipped with a note when absent; ``--fetch`` downloads the NCCL wheel):
+Binaries (each skipped when absent; ``--fetch`` downloads the wheels):
   Debian's CUDA 11.8 (nvidia-cuda-toolkit) and CUDA 13.0 (/usr/local/cuda): nvcc, cudafe++, cicc,
   ptxas, nvlink, fatbinary; driver 535's libcuda.so.1 (and the PTX JIT it loads) and
-  libnvidia-ml.so.1; libnccl.so.2 from the nvidia-nccl-cu13 wheel; the TensorRT 11.4 lean and
+  libnvidia-ml.so.1; the wheels nvidia-cuda-nvcc (CUDA 13: nvcc, cudafe++, ptxas, nvlink, fatbinary),
+  nvidia-cuda-nvcc-cu12 (ptxas) and nvidia-nccl-cu13 (libnccl.so.2); the TensorRT 11.4 lean and
   dispatch runtimes (.ci/cache/trt-lean, see .ci/fetch-real-wheels).
 
 Usage:
-    python scripts/gen_tool_messages.py [--fetch] [--nccl PATH] [--check]
+    python scripts/gen_tool_messages.py [--fetch | --wheels DIR] [--check]
 
 ``--check`` writes nothing and exits 1 when the committed file differs from what would be generated
 (it needs the same binaries as the run that wrote it).
@@ -110,8 +111,9 @@ def _cuda_release(nvcc: Path) -> Optional[str]:
     return m.group(2) if m else None
 
 
-def binaries(nccl: Optional[Path]) -> List[Tuple[str, str, str, Path]]:
-    """(tool, version, where it came from, file) for every binary found here."""
+def binaries(unpacked: Optional[Path]) -> List[Tuple[str, str, str, Path]]:
+    """(tool, version, where it came from, file) for every binary found here and in the wheels
+    :func:`unpack_wheels` unpacked into ``unpacked``."""
     out: List[Tuple[str, str, str, Path]] = []
     deb = _run(["dpkg-query", "-W", "-f=${Version}", "nvidia-cuda-toolkit"]).strip()
     for root, origin in ((DEB_BIN, f"Debian nvidia-cuda-toolkit {deb}"), (CUDA / "bin", f"CUDA toolkit in {CUDA}")):
@@ -127,8 +129,13 @@ def binaries(nccl: Optional[Path]) -> List[Tuple[str, str, str, Path]]:
         path = DRIVER / lib
         if path.is_file():
             out.append((tool, path.resolve().name.rsplit(".so.", 1)[-1], f"Debian driver packages {driver}".strip(), path))
-    if nccl is not None and nccl.is_file():
-        out.append(("libnccl", _nccl_version(nccl), _wheel_of(nccl), nccl))
+    for marker in sorted(unpacked.glob("*/.wheel")) if unpacked else ():
+        wheel = marker.read_text().strip()
+        version = wheel.split("-")[1]
+        for path in sorted(marker.parent.rglob("*")):
+            tool = "libnccl" if path.name == "libnccl.so.2" else path.name if path.name in COMPILER_TOOLS else None
+            if tool and path.is_file() and not path.is_symlink():
+                out.append((tool, version, wheel, path))
     for lib in sorted(glob.glob(str(TRT / "tensorrt_*_libs" / "libnvinfer_*.so.*"))):
         dist = sorted(glob.glob(str(TRT / f"{Path(lib).parent.name.replace('_libs', '')}_cu*_libs-*.dist-info")))
         version = Path(dist[0]).name.split("-")[1].replace(".dist", "") if dist else "?"
@@ -137,36 +144,38 @@ def binaries(nccl: Optional[Path]) -> List[Tuple[str, str, str, Path]]:
     return out
 
 
-def _portable(path: Path) -> str:
+def _portable(path: Path, origin: str) -> str:
     """The file as another run would name it: a wheel's member path, a path in the repository relative to it."""
-    text = str(path)
-    if "/nvidia/nccl/lib/" in text:
-        return "nvidia/nccl/lib/" + path.name
-    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else text
+    if origin.endswith(".whl") and "/nvidia/" in str(path):
+        return "nvidia/" + str(path).split("/nvidia/", 1)[1]
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
-def _wheel_of(path: Path) -> str:
-    marker = path.parent / ".wheel"
-    return marker.read_text().strip() if marker.is_file() else "nvidia-nccl-cu13 wheel"
+#: Wheels whose binaries are read (pip names): NCCL's library, and the nvcc wheels' tools (CUDA 13's wheel has
+#: nvcc, cudafe++, ptxas, nvlink, fatbinary; CUDA 12's only ptxas).
+WHEELS = ("nvidia-nccl-cu13", "nvidia-cuda-nvcc", "nvidia-cuda-nvcc-cu12")
 
 
-def _nccl_version(path: Path) -> str:
-    m = re.search(r"-(\d+\.\d+\.\d+)", _wheel_of(path))
-    return m.group(1) if m else path.resolve().name.rsplit(".so.", 1)[-1]
+def fetch_wheels(into: Path) -> None:
+    """Download :data:`WHEELS` (no dependencies) into ``into``."""
+    for spec in WHEELS:
+        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:", spec,
+                        "-d", str(into)], check=True)
 
 
-def fetch_nccl(into: Path) -> Path:
-    dl = into / "dl"
-    subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
-                    "nvidia-nccl-cu13", "-d", str(dl)], check=True)
-    whl = sorted(dl.glob("*.whl"))[-1]
-    with zipfile.ZipFile(whl) as z:
-        member = next(n for n in z.namelist() if n.endswith("lib/libnccl.so.2"))
-        z.extract(member, into)
-    lib = into / member
-    (lib.parent / ".wheel").write_text(whl.name)
-    whl.unlink()
-    return lib
+def unpack_wheels(wheels: Path, into: Path) -> Path:
+    """Extract the binaries of every NVIDIA wheel in ``wheels`` into ``into/<wheel>/`` (with a ``.wheel``
+    marker naming the wheel); returns ``into``."""
+    for whl in sorted(wheels.glob("nvidia_*.whl")):
+        with zipfile.ZipFile(whl) as z:
+            members = [n for n in z.namelist() if n.endswith("lib/libnccl.so.2")
+                       or ("/bin/" in n and n.rsplit("/", 1)[-1] in COMPILER_TOOLS)]
+            if not members:
+                continue
+            dest = into / whl.stem
+            z.extractall(dest, members)
+            (dest / ".wheel").write_text(whl.name)
+    return into
 
 
 # ----------------------------------------------------------------------------- classification
@@ -195,6 +204,24 @@ def libc_messages() -> set:
     return {os.strerror(n).lower() for n in range(1, 134)}
 
 
+#: Libraries NVIDIA's binaries link statically (ptxas 13.5 carries OpenSSL's error reasons, many carry
+#: libstdc++'s and zlib's): their strings are those libraries' words, not the tool's.
+LINKED_IN = ("libcrypto.so.3", "libssl.so.3", "libstdc++.so.6", "libc.so.6", "libz.so.1", "libzstd.so.1", "libgcc_s.so.1")
+_LIBDIRS = (Path("/usr/lib/x86_64-linux-gnu"), Path("/lib/x86_64-linux-gnu"), Path("/usr/lib64"))
+
+
+def linked_in_strings() -> Tuple[set, List[str]]:
+    """(the .rodata strings of :data:`LINKED_IN` found here, the files read)."""
+    out: set = set()
+    read: List[str] = []
+    for name in LINKED_IN:
+        path = next((d / name for d in _LIBDIRS if (d / name).is_file()), None)
+        if path is not None:
+            out |= {t.strip() for t in rodata_strings(path.resolve())}
+            read.append(str(path))
+    return out, read
+
+
 def code_messages() -> set:
     """Messages of NVIDIA's error enumerations (kb/codes/generated.json): libnccl and TensorRT link the
     CUDA runtime statically, so its messages are in them; that knowledge is the enumeration's."""
@@ -202,19 +229,20 @@ def code_messages() -> set:
     return {c["message"].lower().rstrip(". ") for e in data["enums"] for c in e["codes"] if c.get("message")}
 
 
-def build(nccl: Optional[Path]) -> Tuple[dict, List[str]]:
+def build(unpacked: Optional[Path]) -> Tuple[dict, List[str]]:
     notes: List[str] = []
     classes = load_classes()
     known = code_messages()
     libc = libc_messages()
+    linked, linked_files = linked_in_strings()
     found: Dict[str, dict] = {}
     per_binary: List[dict] = []
-    for tool, version, origin, path in binaries(nccl):
+    for tool, version, origin, path in binaries(unpacked):
         dialect = "edg" if tool == "cudafe++" else "printf"
         n = 0
         for s in rodata_strings(path):
             t = s.strip()
-            if not is_diagnostic(t) or t.lower().rstrip(". ") in known:
+            if not is_diagnostic(t) or t.lower().rstrip(". ") in known or t in linked:
                 continue
             n += 1
             e = found.setdefault(t, {"template": t, "tools": [], "from": [], "dialect": dialect})
@@ -223,7 +251,7 @@ def build(nccl: Optional[Path]) -> Tuple[dict, List[str]]:
             src = f"{path.name} {version}"
             if src not in e["from"]:
                 e["from"].append(src)
-        per_binary.append({"tool": tool, "binary": path.name, "version": version, "from": origin, "file": _portable(path),
+        per_binary.append({"tool": tool, "binary": path.name, "version": version, "from": origin, "file": _portable(path, origin),
                            "templates": n})
     messages = []
     for t, e in sorted(found.items(), key=lambda kv: kv[0].lower()):
@@ -251,19 +279,23 @@ def build(nccl: Optional[Path]) -> Tuple[dict, List[str]]:
         notes.append(f"families that matched no template here: {unused}")
     data = {"about": "Generated by scripts/gen_tool_messages.py from the .rodata strings of the binaries listed "
                      "in 'binaries'; classes from tools/classes.json. Do not edit by hand.",
-            "binaries": per_binary, "messages": messages}
+            "binaries": per_binary, "left_to_linked_libraries": [Path(f).name for f in linked_files],
+            "messages": messages}
     return data, notes
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--fetch", action="store_true", help="download the nvidia-nccl-cu13 wheel for libnccl.so.2")
-    ap.add_argument("--nccl", type=Path, help="a libnccl.so.2 to read (instead of --fetch)")
+    ap.add_argument("--fetch", action="store_true", help=f"download the wheels {', '.join(WHEELS)} and read their binaries")
+    ap.add_argument("--wheels", type=Path, help="a directory holding those wheels already (instead of --fetch)")
     ap.add_argument("--check", action="store_true", help="exit 1 if generated.json is out of date")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
-        nccl = fetch_nccl(Path(tmp)) if args.fetch else args.nccl
-        data, notes = build(nccl)
+        wheels = args.wheels
+        if args.fetch:
+            wheels = Path(tmp) / "dl"
+            fetch_wheels(wheels)
+        data, notes = build(unpack_wheels(wheels, Path(tmp) / "unpacked") if wheels else None)
     for note in notes:
         print("note: " + note, file=sys.stderr)
     classified = {"about": "The classified subset of generated.json (what load_kb reads on every run). Generated by "

@@ -214,6 +214,20 @@ def test_a_short_template_counts_only_behind_the_tools_own_name():
     assert diagnose_text("my_script.py: Unknown option '--foo'\n", KB) == []
 
 
+def test_a_template_inside_another_programs_sentence_is_not_the_tools_word():
+    # cudafe++ holds "could not be found"; Windows' loader says "The specified module could not be found."
+    assert not tw.tool_said(b"    The specified module could not be found.\n", 1)
+    said = tw.tool_said(b"h:1:2 [0] NCCL WARN Bootstrap : no socket interface found\n", 1)
+    assert [s["tool"] for s in said] == ["libnccl"]  # after a level word it starts the message
+
+
+def test_the_strings_of_statically_linked_libraries_are_theirs():
+    # ptxas 13.5 links OpenSSL: its reason strings that this machine's libcrypto also holds are left out
+    assert "left_to_linked_libraries" in GENERATED and "libcrypto.so.3" in GENERATED["left_to_linked_libraries"]
+    assert not [m for m in GENERATED["messages"] if m["template"] in ("%s:%d: OpenSSL internal error: %s",
+                                                                      "%s: HTTP CONNECT failed, non-HTTP response")]
+
+
 def test_program_errors_stay_low():
     line = "[E] [TRT] Called with invalid tensor_name parameter (nullptr)."
     d = diagnose_text(line + "\n", KB)[0]

@@ -198,6 +198,19 @@ _PREFIX = re.compile(r"\b(?P<tool>nvcc|ptxas|nvlink|fatbinary|cicc|cudafe\+\+)\s
                      r"|\bnccl (?P<nccl>warn|info)\b|(?P<trt>\[trt\]|tensorrt)", re.I)
 
 
+_LEVEL_WORD = re.compile(r"(?<![a-z])(?:warn|warning|info|error|fatal|note|remark|[ewif])\s*$", re.I)
+
+
+def _starts_a_message(line: str, start: int, m: dict) -> bool:
+    """A template that begins with its own words begins the tool's message: at the line's start or after a
+    tool's punctuation or level word ("error: ", "] ", "NCCL WARN "), never inside another sentence ("The
+    specified module could not be found" is Windows', not cudafe++'s "could not be found")."""
+    if m["template"].startswith("%"):
+        return True  # a value came first: any word may precede
+    before = line[:start].rstrip()
+    return not before or not (before[-1].isalnum() or before[-1] == ",") or bool(_LEVEL_WORD.search(before[-8:]))
+
+
 def which_tool(line: str, tools: List[str]) -> str:
     """The tool a line names that holds this template ("ptxas fatal   : ...", "ptxas x.ptx, line 5; error   :",
     "NCCL WARN"), else every tool that holds it ("cudafe++ or cicc")."""
@@ -270,7 +283,7 @@ def tool_said(tail: bytes, first_line: int, limit: int = 3) -> List[Dict[str, ob
                             key=lambda m: -len(m["template"]))
         for m in candidates:
             hit = _compiled(m["regex"]).search(text)
-            if hit is None or (m.get("prefixed") and not _PREFIX.search(text)):
+            if hit is None or (m.get("prefixed") and not _PREFIX.search(text)) or not _starts_a_message(text, hit.start(), m):
                 continue
             found.append({"line_no": first_line + tail.count(b"\n", 0, line_start), "line": text.strip()[:300],
                           "tool": which_tool(text, m["tools"]), "tools": m["tools"], "template": m["template"],
