@@ -228,6 +228,14 @@ def test_the_strings_of_statically_linked_libraries_are_theirs():
                                                                       "%s: HTTP CONNECT failed, non-HTTP response")]
 
 
+def test_without_the_automaton_the_tail_reads_the_same(monkeypatch):
+    tail = (b"ptxas fatal   : Unresolved extern function 'a'\nstep 3\nptxas fatal   : Unresolved extern function 'b'\n"
+            b"nvcc fatal   : Unknown option '--foo'\n")
+    with_automaton = tw.tool_said(tail, 1, limit=5)
+    monkeypatch.setattr(tw, "_tail_automaton", lambda: None)
+    assert tw.tool_said(tail, 1, limit=5) == with_automaton and [s["line_no"] for s in with_automaton] == [1, 3, 4]
+
+
 def test_program_errors_stay_low():
     line = "[E] [TRT] Called with invalid tensor_name parameter (nullptr)."
     d = diagnose_text(line + "\n", KB)[0]
