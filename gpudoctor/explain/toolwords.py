@@ -162,13 +162,16 @@ def message_literal(template: str, dialect: str = "printf") -> Optional[str]:
 def load_generated(name: str = "generated.json", root: Optional[str] = None) -> Dict[str, object]:
     """``name`` (generated.json: every template, ``{"binaries", "messages"}``; classified.json: the
     classified ones, read on every run) plus classes.json's ``sources`` and ``more``; no messages when
-    the file is absent. Raises OSError/ValueError for an unreadable classes.json."""
+    the files are absent. Raises OSError/ValueError for an unreadable file."""
     base = Path(root) if root else TOOLS_DIR
     try:
         data = json.loads((base / name).read_text(encoding="utf-8"))
     except FileNotFoundError:
         data = {"messages": []}
-    classes = json.loads((base / "classes.json").read_text(encoding="utf-8"))
+    try:
+        classes = json.loads((base / "classes.json").read_text(encoding="utf-8"))
+    except FileNotFoundError:  # an install without the data files: no tool's words are known
+        classes = {}
     data["sources"], data["more"] = classes.get("sources", {}), classes.get("more", {})
     return data
 
