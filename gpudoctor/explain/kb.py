@@ -147,8 +147,9 @@ def load_kb(directory: Optional[Path] = None) -> List[Signature]:
     """Every signature file in ``directory`` (default: the shipped KB), sorted by id, with the
     variants generated from NVIDIA's error enumerations (``codes/generated.json``, see
     :mod:`gpudoctor.explain.codekb`) and from the classified messages of NVIDIA's binaries
-    (``tools/classified.json``, see :mod:`gpudoctor.explain.toolwords`) added to their classes. Raises KbError: an invalid file, a
-    generated class without a signature file, or a signature left without any variant."""
+    (``tools/classified.json``, see :mod:`gpudoctor.explain.toolwords`) added to their classes.
+    Raises KbError: an invalid file, a generated class without a signature file, or a signature left
+    without any variant."""
     from gpudoctor.explain.codekb import generated_variants, load_generated
 
     root = Path(directory) if directory else KB_DIR
