@@ -279,3 +279,48 @@ def test_a_toolkit_release_0_0_is_a_probe_error(tmp_path):
     (f,) = by_id(findings, "probe.implausible_value")
     assert str(nvcc) in f.title
     assert not [g for g in findings if g.id == "gpudoctor.rule_error"]
+
+
+# --- rules on a rejected driver CUDA version (the 2 x H200 run: a FAKE libcuda shim answering 0) ------------------
+
+def test_no_rule_builds_a_sentence_on_a_rejected_driver_cuda_version():
+    """The GPU run's state: NVML gives driver 580.159.04 but no CUDA version (NVML's is libcuda's answer, 0 from
+    the shim), cuDriverGetVersion's 0 was rejected, cuda-python links cudart 13.3. It had printed "Runtimes newer
+    than driver CUDA None run via minor-version compatibility"."""
+    origin = typed.Origin("/tmp/FAKE/libcuda.so.1", "the CUDA worker, cuda-python")
+    api = typed.CudaApi.parse(dict(_fake_cuda_answer(0, "9.0"), bindings_version="13.3.1",
+                                   cudaRuntimeGetVersion={"result": "cudaSuccess", "value": 13030}), origin)
+    cuda_facts = typed.CudaFacts(api, [], {}, origin.problems).to_dict()
+    assert cuda_facts["driver_cuda_version"] is None and cuda_facts["runtime_version"] == "13.3"
+    gpu = {"index": 0, "name": "NVIDIA H200", "uuid": "GPU-6f9204ec-f06d-055c-36f7-58bf755febfe",
+           "compute_capability": "9.0", "memory_total_mib": 143771}
+    drv = {"nvml": {"status": "ok", "driver_version": "580.159.04", "cuda_driver_version": None,
+                    "nvml_version": "13.580.159.04", "gpus": [gpu]},
+           "kernel_module": {"version": "580.159.04"}, "user_space_version": "580.159.04"}
+    findings = judge({"driver": drv, "cuda": cuda_facts})
+    assert by_id(findings, "probe.implausible_value")
+    for f in findings:
+        assert "None" not in f.title and "0.0" not in f.title, f
+        assert "None (from" not in json.dumps(f.evidence, default=str), f
+    assert not by_id(findings, "driver.minor_version_compat") and not by_id(findings, "driver.runtimes_ok")
+    (ok,) = by_id(findings, "driver.ok")
+    assert "580.159.04" in ok.title and "CUDA version it supports is unknown" in ok.title
+    # The same facts with a plausible cuDriverGetVersion: the driver's CUDA comes from it, and the sentence is built.
+    cuda_facts.update(driver_cuda_version="13.0")
+    findings = judge({"driver": drv, "cuda": cuda_facts})
+    (ok,) = by_id(findings, "driver.ok")
+    assert ok.title.startswith("Driver 580.159.04 loaded (supports CUDA ≤ 13.0)")
+    (mvc,) = by_id(findings, "driver.minor_version_compat")
+    assert "driver CUDA 13.0" in mvc.title and "13.3" in mvc.title
+
+
+def test_too_old_names_the_matrix_ceiling_when_the_driver_cuda_version_is_unknown():
+    """Driver 535 (NVML) with its CUDA version unknown, a CUDA 13 runtime: still too old (the verdict needs only the
+    driver version), and the ceiling printed is the matrix's for 535, never None."""
+    drv = {"nvml": {"status": "ok", "driver_version": "535.183.01", "cuda_driver_version": None, "gpus": []},
+           "kernel_module": {"version": "535.183.01"}, "user_space_version": "535.183.01"}
+    cuda_facts = {"driver_cuda_version": None, "runtime_version": "13.0", "api": {"bindings_version": "13.0.0"},
+                  "libcudart": [], "libcudart_loaded": {}}
+    (f,) = by_id(judge({"driver": drv, "cuda": cuda_facts}), "driver.too_old")
+    assert "None" not in f.title and "CUDA ≤ 12." in f.title, f.title
+    assert f.evidence["driver_cuda"].startswith("unknown")

@@ -54,6 +54,8 @@ def driver_vs_runtimes(facts, ctx):
         if mc and (getattr(mc, "min_driver_" + osname) or mc.min_driver_linux):
             branch = (getattr(mc, "min_driver_" + osname) or mc.min_driver_linux).split(".")[0]
         max_cuda = m.max_cuda_for_driver(drv, os=osname)
+        # The driver's own answer, else the matrix's ceiling for its version; never a rejected value (None).
+        ceiling = f" (CUDA ≤ {dcuda or max_cuda})" if dcuda or max_cuda else ""
         api = facts["cuda"].get("api") or {}
         gdc = (api.get("cudaGetDeviceCount") or {}).get("result")
         pip_fix = []
@@ -64,14 +66,14 @@ def driver_vs_runtimes(facts, ctx):
                            (f"python -m pip install 'cuda-python=={mj}.*' 'nvidia-cuda-runtime-cu{mj}=={max_cuda}.*'",))]
         findings.append(Finding(
             "driver.too_old", Severity.FAIL, "cuda",
-            f"Driver {drv} (CUDA ≤ {dcuda or max_cuda}) is too old for {', '.join(sorted({x for _, x in too_old}))} runtimes here",
-            evidence={"driver": f"{drv} (from {drv_src})", "driver_cuda": f"{dcuda} (from {dcuda_src})",
+            f"Driver {drv}{ceiling} is too old for {', '.join(sorted({x for _, x in too_old}))} runtimes here",
+            evidence={"driver": f"{drv} (from {drv_src})", "driver_cuda": _driver_cuda_evidence(dcuda, dcuda_src),
                       "needs_newer_driver": [l for l, _ in too_old], "requirement": needs,
                       **({"cudaGetDeviceCount": gdc} if gdc and gdc != "cudaSuccess" else {})},
             fixes=(driver_install(ctx.os, branch),) + tuple(pip_fix), doc=DOC,
             detail="Programs fail with 'CUDA driver version is insufficient for CUDA runtime version' "
                    "(cudaErrorInsufficientDriver). Minor-version compatibility does not reach across a major version."))
-    if compat:
+    if compat and dcuda:  # "newer than driver CUDA X" needs X: unknown or rejected, probe.implausible_value says why
         findings.append(Finding(
             "driver.minor_version_compat", Severity.INFO, "cuda",
             f"Runtimes newer than driver CUDA {dcuda} run via minor-version compatibility: {', '.join(sorted({x for _, x in compat}))}",
@@ -84,6 +86,10 @@ def driver_vs_runtimes(facts, ctx):
                                 f"Driver {drv} supports every CUDA runtime found (driver CUDA {dcuda})",
                                 evidence={"runtimes": [l for l, _ in runtimes(facts)]}))
     return findings
+
+
+def _driver_cuda_evidence(dcuda, src) -> str:
+    return f"{dcuda} (from {src})" if dcuda else "unknown (neither NVML nor cuDriverGetVersion gave a plausible answer)"
 
 
 def ptx_too_new(facts, ctx):

@@ -27,13 +27,22 @@ def driver_state(facts, ctx):
         g = nvml.get("gpus") or []
         typed = facts.driver().nvml
         gpus = f"{len(g)} GPU{'s' if len(g) != 1 else ''}"
-        if not typed.driver_version or not typed.cuda_driver_version:  # rejected: probe.implausible_value says why
+        # NVML's CUDA version is libcuda's cuDriverGetVersion; either source will do. Absent = unknown or
+        # rejected (probe.implausible_value says why): say which is missing, never print it.
+        dcuda = typed.cuda_driver_version or facts.cuda().driver_cuda_version
+        missing = dict(ev, nvml_driver_version=typed.driver_version, nvml_cuda_driver_version=typed.cuda_driver_version,
+                       cuDriverGetVersion=facts.cuda().driver_cuda_version)
+        if not typed.driver_version:
             return [Finding("driver.ok", Severity.INFO, "driver",
-                            f"Driver loaded ({gpus}), but NVML's version answer was implausible: version checks skipped",
-                            evidence=dict(ev, nvml_driver_version=typed.driver_version,
-                                          nvml_cuda_driver_version=typed.cuda_driver_version))]
+                            f"Driver loaded ({gpus}), but NVML's driver version answer was implausible: version checks skipped",
+                            evidence=missing)]
+        if not dcuda:
+            return [Finding("driver.ok", Severity.INFO, "driver",
+                            f"Driver {typed.driver_version} loaded ({gpus}), but the CUDA version it supports is unknown "
+                            "(no plausible answer from NVML or cuDriverGetVersion): CUDA version checks skipped",
+                            evidence=missing)]
         return [Finding("driver.ok", Severity.OK, "driver",
-                        f"Driver {typed.driver_version} loaded (supports CUDA ≤ {typed.cuda_driver_version}), {gpus}",
+                        f"Driver {typed.driver_version} loaded (supports CUDA ≤ {dcuda}), {gpus}",
                         evidence=dict(ev, kernel_module_flavor=(km or {}).get("flavor")))]
     if reason == "binding_missing":
         return [Finding("library.not_found", Severity.WARN, "driver", "nvidia-ml-py is not installed: NVML facts unavailable",
