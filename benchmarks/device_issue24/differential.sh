@@ -42,6 +42,18 @@ check() {  # STATE: gpudoctor in the state, text and JSON; the lines this script
 }
 state() { echo "== $1"; echo "# $2" > "$OUTDIR/$1.truth.txt"; }
 first_file() { for f in "$@"; do [ -f "$f" ] && { readlink -f "$f"; return; }; done; echo ""; }
+loader_file() {  # SONAME: the file the dynamic loader would pick, resolved (empty when none): LD_LIBRARY_PATH
+  # entries, then ld.so.cache (`ldconfig -p`, 64-bit entries), then the directories driver installs use (a
+  # container's /usr/local/nvidia/lib64 from the NVIDIA Container Toolkit, Debian/Ubuntu multiarch, RHEL lib64).
+  local d f ldc
+  local IFS=:
+  for d in ${LD_LIBRARY_PATH:-}; do [ -n "$d" ] && [ -f "$d/$1" ] && { readlink -f "$d/$1"; return; }; done
+  unset IFS
+  ldc=$(command -v ldconfig || echo /sbin/ldconfig)
+  f=$("$ldc" -p 2>/dev/null | awk -v so="$1" '$1 == so && /64/ { print $NF; exit }')
+  [ -n "$f" ] && [ -f "$f" ] && { readlink -f "$f"; return; }
+  first_file "/usr/local/nvidia/lib64/$1" "/usr/lib/x86_64-linux-gnu/$1" "/usr/lib64/$1"
+}
 
 # ---- healthy_warm ----------------------------------------------------------------------------------------------
 state healthy_warm "three healthy checks in a row (the first may rebuild: the cache key changed format)"
@@ -80,7 +92,7 @@ else
 fi
 
 # ---- foreign_cuda_lib ------------------------------------------------------------------------------------------
-NVML_LIB=$(first_file /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1 /usr/lib64/libnvidia-ml.so.1 /lib/x86_64-linux-gnu/libnvidia-ml.so.1)
+NVML_LIB=$(loader_file libnvidia-ml.so.1)  # where this machine keeps it (a container: /usr/local/nvidia/lib64)
 state foreign_cuda_lib "an LD_LIBRARY_PATH entry whose libcuda.so.1 is a copy of $NVML_LIB"
 if [ -n "$NVML_LIB" ]; then
   ( mkdir -p "$SCRATCH/vendor/lib" && cp "$NVML_LIB" "$SCRATCH/vendor/lib/libcuda.so.1"
@@ -91,7 +103,7 @@ if [ -n "$NVML_LIB" ]; then
     build_truth foreign_cuda_lib
     check foreign_cuda_lib ) || echo "foreign_cuda_lib: state failed"
 else
-  echo "foreign_cuda_lib: no libnvidia-ml.so.1 found" | tee -a "$OUTDIR/foreign_cuda_lib.truth.txt"
+  echo "foreign_cuda_lib: the loader finds no libnvidia-ml.so.1 (LD_LIBRARY_PATH, ldconfig -p, /usr/local/nvidia/lib64, /usr/lib/x86_64-linux-gnu, /usr/lib64)" | tee -a "$OUTDIR/foreign_cuda_lib.truth.txt"
 fi
 
 # ---- foreign_libgcc --------------------------------------------------------------------------------------------
