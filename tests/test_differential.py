@@ -96,6 +96,23 @@ def test_a_secret_is_named_never_shown():
     assert not D.looks_secret("CUDA_HOME", "/usr/local/cuda-13.0") and not D.looks_secret("N", "12345678901234567890123")
 
 
+def test_a_gpu_uuid_is_an_identifier_and_shown_a_credential_stays_hidden():
+    """The 2 x H200 run printed "CUDA_VISIBLE_DEVICES (value not shown)" for a GPU UUID: a UUID (RFC 9562 shape,
+    NVIDIA's GPU-/MIG- prefixes) addresses a device and is shown; a credential-like name hides even a UUID."""
+    uuid = "GPU-12345678-90ab-cdef-1234-567890abcdef"
+    env = dict(_user_env(), CUDA_VISIBLE_DEVICES=uuid)
+    out = D.explain_failure(lambda e: "CUDA_VISIBLE_DEVICES" not in e, env, "the step")
+    assert out["culprits"] == [{"var": "CUDA_VISIBLE_DEVICES", "value": uuid}] and out["verified"]
+    (f,) = environment_breaks_step(Facts({"toolkit": {"differential": out}}), rule_ctx())
+    assert f"CUDA_VISIBLE_DEVICES={uuid}" in f.title and "not shown" not in f.title
+    for shown in (uuid, "MIG-12345678-90ab-cdef-1234-567890abcdef", "MIG-GPU-12345678-90ab-cdef-1234-567890abcdef/1/0",
+                  f"0,{uuid}", "12345678-90ab-cdef-1234-567890abcdef"):
+        assert not D.looks_secret("CUDA_VISIBLE_DEVICES", shown), shown
+    for hidden in (("HEROKU_API_KEY", "12345678-90ab-cdef-1234-567890abcdef"), ("DB_PASSWORD", uuid),
+                   ("X", "GPU-aB3dE5gH7jK9mN1pQ3sTxx"), ("X", f"{uuid}aB3dE5gH7jK9mN1pQ3sT"), ("X", "aB3dE5gH7jK9mN1pQ3sT")):
+        assert D.looks_secret(*hidden), hidden
+
+
 def test_a_step_that_fails_in_the_clean_base_too_blames_no_variable():
     out = D.explain_failure(lambda e: False, _user_env(), "x")
     assert out["clean_base_passes"] is False and out["culprits"] == [] and out["rounds"] == 1

@@ -64,14 +64,30 @@ MAX_RERUNS = 256  # a bound on CPU spent; time is bounded by max_seconds and the
 _SECRET_NAME = re.compile(r"TOKEN|KEY|PASSW|PASSPHRASE|SECRET|CREDENTIAL|AUTH|COOKIE", re.I)
 _URL_USERINFO = re.compile(r"\w+://[^/\s:@]+:[^/\s@]+@")
 _TOKENISH = re.compile(r"[A-Za-z0-9_\-+=.]{20,}")
+# Identifiers with a documented public format, shown although random-looking: an RFC 9562 UUID (8-4-4-4-12
+# hex), as NVIDIA prefixes it (GPU-<uuid>, MIG-<uuid>; before R470 MIG-GPU-<uuid>/<GI>/<CI>, per the
+# CUDA_VISIBLE_DEVICES docs), or a device index; a comma-separated list of these (CUDA_VISIBLE_DEVICES).
+_UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+_PUBLIC_ID = re.compile(rf"(?:GPU-|MIG-(?:GPU-)?)?{_UUID}(?:/\d+/\d+)?|\d+")
+
+
+def is_public_identifier(value: str) -> bool:
+    """True for a value made only of UUID-shaped identifiers (``GPU-6f92...``, ``MIG-...``, a bare UUID) and
+    device indices, comma-separated, with at least one UUID: an address of a thing, not a credential."""
+    items = [x.strip() for x in (value or "").split(",")]
+    return all(_PUBLIC_ID.fullmatch(x) for x in items) and any(not x.isdigit() for x in items)
 
 
 def looks_secret(name: str, value: str) -> bool:
     """True when a variable's name (TOKEN, KEY, PASSWORD, SECRET, ...) or value (a URL with a password, a
-    long random-looking string of letters and digits without a path separator) looks like a credential."""
+    long random-looking string of letters and digits without a path separator) looks like a credential.
+    A value of public identifiers (:func:`is_public_identifier`) is shown, unless the name says credential
+    (some services issue UUID-shaped API keys: the name decides first)."""
     if _SECRET_NAME.search(name) or _URL_USERINFO.search(value or ""):
         return True
     v = value or ""
+    if is_public_identifier(v):
+        return False
     classes = sum(bool(re.search(rx, v)) for rx in (r"[a-z]", r"[A-Z]", r"[0-9]"))
     return bool(_TOKENISH.fullmatch(v)) and classes >= 2 and not v.replace(".", "").isdigit()
 
