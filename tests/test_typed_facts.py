@@ -324,3 +324,18 @@ def test_too_old_names_the_matrix_ceiling_when_the_driver_cuda_version_is_unknow
     (f,) = by_id(judge({"driver": drv, "cuda": cuda_facts}), "driver.too_old")
     assert "None" not in f.title and "CUDA ≤ 12." in f.title, f.title
     assert f.evidence["driver_cuda"].startswith("unknown")
+
+
+def test_framework_findings_never_print_a_rejected_driver_cuda_version():
+    """Driver 535 with its CUDA version unknown, a torch built for CUDA 13 and one CPU-only torch: the framework
+    findings name the matrix's ceiling for 535 (CUDA 12.x) and its PyTorch index, never "CUDA ≤ None"."""
+    drv = {"nvml": {"status": "ok", "driver_version": "535.183.01", "cuda_driver_version": None, "gpus": []},
+           "kernel_module": {"version": "535.183.01"}, "user_space_version": "535.183.01"}
+    for torch in ({"version": "2.11.0+cu130", "cuda": "13.0"}, {"version": "2.11.0+cpu", "cuda": None}):
+        findings = judge({"driver": drv, "frameworks": {"torch": dict(torch, path="/x/torch")}})
+        ours = [f for f in findings if f.id.startswith("framework.")]
+        assert ours, [(f.id, f.title) for f in findings]
+        for f in ours:
+            text = f.title + json.dumps([x.to_dict() for x in f.fixes], ensure_ascii=False)
+            assert "None" not in text, text
+        assert any("CUDA ≤ 12." in f.title + json.dumps([x.to_dict() for x in f.fixes], ensure_ascii=False) for f in ours), ours

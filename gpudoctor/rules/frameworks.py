@@ -29,19 +29,32 @@ def _driver_present(facts):
     return (d.get("nvml") or {}).get("status") == "ok" or bool(d.get("libcuda"))
 
 
+def _driver_cuda_or_ceiling(facts, ctx):
+    """The driver's own CUDA version, else the matrix's ceiling for its version, else None: never a rejected
+    value printed as "CUDA ≤ None" (probe.implausible_value says why it is missing)."""
+    dcuda, _ = driver_cuda(facts)
+    if dcuda:
+        return dcuda
+    drv, _ = driver_version(facts)
+    try:
+        return ctx.matrix.max_cuda_for_driver(drv, os=os_name(ctx)) if ctx.matrix is not None and drv else None
+    except Exception:  # noqa: BLE001 (a driver the matrix cannot place: say nothing rather than guess)
+        return None
+
+
 def cpu_build(facts, ctx):
     fw = facts["frameworks"]
     out = []
     torch = fw.get("torch")
     if torch and not torch.get("cuda") and not torch.get("hip") and _driver_present(facts):
-        dcuda, _ = driver_cuda(facts)
+        dcuda = _driver_cuda_or_ceiling(facts, ctx)
         idx = _torch_index_for(dcuda)
         visible = bool(gpus(facts))
         out.append(Finding(
             "framework.cpu_build", Severity.FAIL if visible else Severity.WARN, "frameworks",
             f"torch {torch.get('version')} is a CPU-only build, but an NVIDIA driver is installed",
             evidence={"torch": torch.get("path"), "torch.version.cuda": None, "driver_cuda": dcuda},
-            fixes=(Fix(f"Install the CUDA build of PyTorch for this driver (CUDA ≤ {dcuda}).",
+            fixes=(Fix("Install the CUDA build of PyTorch for this driver" + (f" (CUDA ≤ {dcuda})." if dcuda else "."),
                        ("python -m pip uninstall -y torch",
                         f"python -m pip install torch --index-url https://download.pytorch.org/whl/{idx}")),),
             doc=TORCH_DOC, detail="torch.cuda.is_available() returns False with this build."))
@@ -65,19 +78,20 @@ def cuda_mismatch(facts, ctx):
     """Framework built for a CUDA major that this driver cannot run."""
     m = ctx.matrix
     drv, _ = driver_version(facts)
-    dcuda, _ = driver_cuda(facts)
     if m is None or not drv:
         return []
+    dcuda = _driver_cuda_or_ceiling(facts, ctx)
+    ceiling = f" (CUDA ≤ {dcuda})" if dcuda else ""
     out = []
     for name, ver, cuda in framework_cuda_builds(facts):
         if driver_verdict(m, drv, cuda, os_name(ctx)) == "unsupported":
             fixes = [Fix(f"Upgrade the driver to run CUDA {cuda} builds (see driver.too_old), or install the "
-                         f"{name} build for CUDA ≤ {dcuda}.", ())]
+                         f"{name} build for this driver{ceiling}.", ())]
             if name == "torch":
                 fixes.append(Fix("PyTorch for this driver:", (
                     f"python -m pip install --force-reinstall torch --index-url https://download.pytorch.org/whl/{_torch_index_for(dcuda)}",)))
             out.append(Finding("framework.cuda_mismatch", Severity.FAIL, "frameworks",
-                               f"{name} {ver or ''} is built for CUDA {cuda}, which driver {drv} (CUDA ≤ {dcuda}) cannot run".replace("  ", " "),
+                               f"{name} {ver or ''} is built for CUDA {cuda}, which driver {drv}{ceiling} cannot run".replace("  ", " "),
                                evidence={"framework": name, "built_for_cuda": cuda, "driver": drv, "driver_cuda": dcuda},
                                fixes=tuple(fixes)))
     return out
