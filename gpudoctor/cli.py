@@ -262,6 +262,34 @@ def _exit_now_if_stuck(code: int) -> int:
 
 
 def main(argv=None) -> int:
+    try:
+        return _main(argv)
+    except (OSError, ImportError) as exc:  # EMFILE (getrlimit(2)): the shell's open-file limit, not gpudoctor, is at fault
+        import errno  # built in: opens no file
+
+        # an extension module or a shared library that dlopen could not open is an ImportError with the words only
+        if getattr(exc, "errno", None) != errno.EMFILE and os.strerror(errno.EMFILE) not in str(exc):
+            raise
+        print(_nofile_error(), file=sys.stderr)
+        return _exit_now_if_stuck(EXIT_ERROR)
+
+
+def _nofile_error() -> str:
+    """One line: RLIMIT_NOFILE of this process and the command that lifts it (its soft limit up to the hard)."""
+    try:
+        import resource  # an extension module: itself a file to open
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        shown = "unlimited" if hard == resource.RLIM_INFINITY else str(hard)
+    except (OSError, ImportError):
+        soft, hard, shown = None, None, "$(ulimit -Hn)"
+    fix = (f"raise it: ulimit -Sn {shown}" if hard != soft or soft is None else
+           "its hard limit is the same, so start a shell without the `ulimit -n` that set it (limits.conf item 'nofile')")
+    return ("gpudoctor: error: too many open files: this shell's open-file limit (ulimit -n"
+            + (f" = {soft}" if soft is not None else "") + f") is too low for gpudoctor to run (and for CUDA programs); {fix}")
+
+
+def _main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     rest = None
     if argv[:1] == ["explain"] and "--" in argv:  # everything after -- is the command to run, untouched

@@ -246,3 +246,130 @@ def test_FAKE_infiniband_node_with_a_finite_memlock_limit():
     assert len(f) == 1 and "8 MiB" in f[0].title and "memlock unlimited" in f[0].fixes[0].commands[0]
     facts["process_limits"]["privileged"] = True  # CAP_IPC_LOCK ignores the limit (FAKE: we are not root here)
     assert not by_id(judge(facts), "process.memlock_low")
+
+
+# --- a limit the rerun may not raise (soft == hard, no CAP_SYS_RESOURCE): issue 24, H200 run `as_limit` --------
+
+def test_the_rerun_child_tries_to_raise_a_hard_limit_and_says_whether_it_may():
+    """`ulimit -v N` in bash sets soft AND hard. Whether the rerun may lift the hard limit is learnt by trying
+    setrlimit (EPERM without CAP_SYS_RESOURCE), never from the uid: this machine's root lacks that capability."""
+    def lower():
+        resource.setrlimit(resource.RLIMIT_AS, (16 * GiB, 16 * GiB))
+
+    out = subprocess.run([sys.executable, "-m", "gpudoctor.process.limits", "RLIMIT_AS"], preexec_fn=lower,
+                         capture_output=True, text=True, timeout=60, env=dict(os.environ, PYTHONPATH=ROOT))
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    if process_limits.limits.privileged():
+        assert res["raised"]["RLIMIT_AS"] == [None, None] and res["hard_raise"] is True
+    else:
+        assert res["raised"]["RLIMIT_AS"].startswith("not raised") and res["hard_raise"] is False
+
+
+FAKE_NVML_2 = {"status": "ok", "gpus": [{"index": i, "name": "NVIDIA H200", "uuid": f"GPU-{i}1111111-2222-3333-4444-555555555555"}
+                                        for i in range(2)]}
+
+
+def _as_limit_facts(rerun, soft=8 * GiB, hard=8 * GiB, init="CUDA_ERROR_OUT_OF_MEMORY"):
+    """FAKE facts shaped like the H200 run's `as_limit` state: NVML sees 2 GPUs, cuInit ran out of memory."""
+    return {"driver": {"nvml": FAKE_NVML_2},
+            "process_limits": {"rlimits": {"RLIMIT_AS": {"soft": soft, "hard": hard}, "RLIMIT_DATA": {"soft": None, "hard": None}},
+                               "privileged": False, "uid": 0},
+            "cuda": {"api": {"cuInit": {"result": init}, "devices": [], "limits_rerun": rerun}}}
+
+
+#: The rerun the H200 run recorded (before the child tried hard limits): only RLIMIT_STACK could be raised.
+H200_RERUN = {"failed_step": "cuInit", "failure": "CUDA_ERROR_OUT_OF_MEMORY", "privileged": False, "reruns": 2,
+              "baseline": {"cuInit": "CUDA_ERROR_OUT_OF_MEMORY", "ok": False}, "cause": None, "verified": False,
+              "raised": ["RLIMIT_STACK"], "all_raised": {"cuInit": "CUDA_ERROR_OUT_OF_MEMORY", "ok": False,
+                                                          "raised": {"RLIMIT_STACK": [1 << 30, None]}}}
+
+
+def test_FAKE_out_of_memory_under_an_address_space_limit_that_cannot_be_raised_names_the_limit_not_visibility():
+    found = judge(_as_limit_facts(H200_RERUN))
+    (f,) = by_id(found, "process.address_space_limit")
+    assert f.severity == Severity.FAIL and "RLIMIT_AS=8.0 GiB" in f.title and "CUDA_ERROR_OUT_OF_MEMORY" in f.title
+    assert WHERE_SET in f.fixes[0].commands and not any(c.startswith("ulimit -Sv ") for c in f.fixes[0].commands)
+    assert not by_id(found, "device.not_visible")  # the GPUs are not hidden: the limit explains cuInit
+    # The same error with no finite limit: still not "hidden", the error is named as what it is.
+    free = judge(_as_limit_facts(dict(H200_RERUN, limits={}), soft=None, hard=None))
+    assert not by_id(free, "process.address_space_limit")
+    (nv,) = by_id(free, "device.not_visible")
+    assert "hidden" not in nv.title and "not a visibility problem" in nv.title
+    assert not any("CUDA_VISIBLE_DEVICES" in c for fix in nv.fixes for c in fix.commands)
+    # A rerun that did raise RLIMIT_AS and still failed acquits it.
+    raised = dict(H200_RERUN, raised=["RLIMIT_AS"], all_raised={"ok": False, "raised": {"RLIMIT_AS": [None, None]}})
+    assert not by_id(judge(_as_limit_facts(raised)), "process.address_space_limit")
+
+
+def test_FAKE_no_device_is_still_a_visibility_problem():
+    (nv,) = by_id(judge(_as_limit_facts(None, soft=None, hard=None, init="CUDA_ERROR_NO_DEVICE")), "device.not_visible")
+    assert nv.title.startswith("GPUs hidden from CUDA")
+
+
+def test_the_real_differential_under_a_hard_address_space_limit_leaves_it_unverified_and_the_rules_name_it():
+    """Real rerun children in a child whose RLIMIT_AS is lowered soft and hard (as `ulimit -v` does); FAKE only
+    the kernel driver's presence (none here, so cuInit fails in every rerun) and cuInit's out of memory."""
+    code = ("import json\nfrom gpudoctor.process import limits\nlimits.driver_present = lambda: True\n"
+            "print(json.dumps(limits.differential('cuInit', 'CUDA_ERROR_OUT_OF_MEMORY')))\n")
+
+    def lower():
+        resource.setrlimit(resource.RLIMIT_AS, (16 * GiB, 16 * GiB))
+
+    out = subprocess.run([sys.executable, "-c", code], preexec_fn=lower, capture_output=True, text=True, timeout=60,
+                         env=dict(os.environ, PYTHONPATH=ROOT))
+    rerun = json.loads(out.stdout.strip().splitlines()[-1])
+    if rerun["privileged"]:
+        import pytest
+
+        pytest.skip("this process may raise hard limits: the rerun raises RLIMIT_AS and can verify")
+    assert "RLIMIT_AS" in rerun["not_raised"] and "RLIMIT_AS" not in rerun["raised"] and rerun["verified"] is False
+    facts = _as_limit_facts(rerun, soft=rerun["limits"]["RLIMIT_AS"]["soft"], hard=rerun["limits"]["RLIMIT_AS"]["hard"])
+    found = judge(facts)
+    assert by_id(found, "process.address_space_limit", Severity.FAIL) and not by_id(found, "device.not_visible")
+
+
+def test_FAKE_the_smoke_binarys_out_of_memory_under_that_limit_points_at_the_limit():
+    facts = _as_limit_facts(H200_RERUN)
+    text = "GPUDOCTOR_SMOKE_FAIL cudaMalloc(&da, n * sizeof(float)): out of memory (cudaErrorMemoryAllocation)"
+    facts["smoke_nvcc"] = {"builds": [{"nvcc": "/usr/local/cuda/bin/nvcc", "release": "13.0", "arch": "sm_90",
+                                       "compile_ok": True, "compile_seconds": 0.0,
+                                       "run": {"ok": False, "output": text, "returncode": 1}}]}
+    (f,) = by_id(judge(facts), "smoke.nvcc")
+    assert "process.address_space_limit" in f.title and f.evidence["cause"]["id"] == "process.address_space_limit"
+    # Without the limit the same words stay the GPU's memory (explain reads them later).
+    facts["process_limits"]["rlimits"]["RLIMIT_AS"] = {"soft": None, "hard": None}
+    (g,) = by_id(judge(facts), "smoke.nvcc")
+    assert "process." not in g.title
+
+
+def test_an_nvml_function_missing_from_the_library_costs_one_fact_not_the_worker(monkeypatch):
+    """pynvml raises NVMLLibraryMismatchError (not an NVMLError) when libnvidia-ml lacks a versioned symbol such
+    as nvmlDeviceGetComputeRunningProcesses_v3. Real pynvml over a real library without the symbol (libc)."""
+    import ctypes
+    import ctypes.util
+
+    import pynvml
+
+    from gpudoctor.process import worker
+
+    monkeypatch.setattr(pynvml, "nvmlLib", ctypes.CDLL(ctypes.util.find_library("c")))
+    monkeypatch.setattr(pynvml, "_nvmlGetFunctionPointer_cache", {})
+    assert worker._q(pynvml.nvmlDeviceGetComputeRunningProcesses, None) is None
+    assert worker._gpu_processes(None) == []
+
+
+def test_check_under_a_very_low_descriptor_limit_says_so_in_one_line_and_exits_2(tmp_path):
+    """The real CLI with RLIMIT_NOFILE so low that gpudoctor's own imports fail with EMFILE."""
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+
+    def lower():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (8, hard))
+
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"), PYTHONPATH=ROOT)
+    done = subprocess.run([sys.executable, "-m", "gpudoctor", "check", "--no-smoke", "--timeout", "30"],
+                          preexec_fn=lower, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr[-2000:]
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    want = "unlimited" if hard == resource.RLIM_INFINITY else str(hard)
+    assert "ulimit -n = 8" in lines[0] and f"ulimit -Sn {want}" in lines[0]

@@ -11,9 +11,10 @@ Rather than judge a limit by a threshold, a worker whose CUDA step failed calls 
 same steps (cuInit, a context, a 1 MiB allocation) in a fresh child with the soft limits raised; if that
 passes, one limit at a time names the one that matters. Only a failing step pays for it.
 
-``python -m gpudoctor.process.limits NAME[,NAME...]`` is that child: it raises the named limits, runs the
-steps and prints one JSON line ``{"raised": {NAME: [soft, hard]}, "cuInit": err, "context": err|None,
-"ok": bool}``.
+``python -m gpudoctor.process.limits NAME[,NAME...]`` is that child: it raises the named limits (the hard one
+too where setrlimit lets it: that attempt, not the uid, says whether this process may), runs the steps and
+prints one JSON line ``{"raised": {NAME: [soft, hard] | "not raised: why"}, "hard_raise": bool|None (None: no
+hard limit needed raising), "cuInit": err, "context": err|None, "ok": bool}``.
 """
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ NAMES = ("RLIMIT_AS", "RLIMIT_DATA", "RLIMIT_MEMLOCK", "RLIMIT_STACK", "RLIMIT_N
 RERUN_TIMEOUT = 5.0
 DIFFERENTIAL_BUDGET = 6.0
 _INF = resource.RLIM_INFINITY
-#: A rerun raises the stack limit this far, no further (see :func:`raise_target`).
+#: A rerun raises the stack limit this far, no further (see :func:`raise_targets`).
 STACK_MOST = 1 << 30
 
 
@@ -45,8 +46,10 @@ def read() -> dict:
     return out
 
 
-def privileged() -> bool:
-    """Whether this process may raise a hard limit (CAP_SYS_RESOURCE; root has it)."""
+def privileged():
+    """Whether this process holds CAP_SYS_RESOURCE (capabilities(7)), read from CapEff in /proc/self/status:
+    True/False, None when unreadable. Never judged from the uid: root in a container usually lacks it. What the
+    rerun may do is decided by trying (:func:`raise_targets`); this is the fact for the report."""
     try:
         with open("/proc/self/status") as fh:
             for line in fh:
@@ -54,28 +57,40 @@ def privileged() -> bool:
                     return bool(int(line.split()[1], 16) >> 24 & 1)  # CAP_SYS_RESOURCE = 24
     except (OSError, ValueError, IndexError):
         pass
-    return os.geteuid() == 0
-
-
-def raise_target(name: str, is_privileged: bool):
-    """The (soft, hard) a rerun sets for ``name``, or None when it cannot be raised (soft is already the most)."""
-    soft, hard = resource.getrlimit(getattr(resource, name))
-    if soft == _INF:
-        return None
-    if name == "RLIMIT_STACK":  # an unlimited stack switches the kernel to the legacy mmap layout: keep it finite
-        top = STACK_MOST if hard == _INF or is_privileged else min(hard, STACK_MOST)
-        return (top, hard if hard == _INF or hard >= top else top) if soft < top else None
-    if is_privileged:
-        return (_INF, _INF)
-    if hard == _INF or soft < hard:
-        return (hard, hard)
     return None
 
 
+def raise_targets(name: str) -> list:
+    """The (soft, hard) pairs a rerun tries for ``name``, most first; [] when the soft limit is already the most.
+    Raising a hard limit succeeds only with CAP_SYS_RESOURCE (setrlimit(2): EPERM otherwise), so the first
+    pair lifts the hard limit and the next, where there is room, only the soft one up to the hard."""
+    soft, hard = resource.getrlimit(getattr(resource, name))
+    if name == "RLIMIT_STACK":  # an unlimited stack switches the kernel to the legacy mmap layout: keep it finite
+        if soft != _INF and soft >= STACK_MOST or soft == _INF:
+            return []
+        out = [(STACK_MOST, STACK_MOST)] if hard != _INF and hard < STACK_MOST else []
+        top = STACK_MOST if hard == _INF else min(hard, STACK_MOST)
+        return out + ([(top, hard)] if top > soft else [])
+    if soft == _INF:
+        return []
+    most = _nr_open() if name == "RLIMIT_NOFILE" else _INF  # NOFILE can never be unlimited (setrlimit(2))
+    if most != _INF and soft >= most:
+        return []
+    return [(most, most)] + ([(hard, hard)] if hard != _INF and soft < hard else [])
+
+
+def _nr_open():
+    """/proc/sys/fs/nr_open: the ceiling of RLIMIT_NOFILE, even for a privileged process (proc(5))."""
+    try:
+        with open("/proc/sys/fs/nr_open") as fh:
+            return int(fh.read())
+    except (OSError, ValueError):
+        return 1 << 20
+
+
 def raisable() -> list:
-    """The limits a rerun can raise, in :data:`NAMES` order."""
-    p = privileged()
-    return [n for n in NAMES if raise_target(n, p) is not None]
+    """The limits a rerun tries to raise (those not unlimited), in :data:`NAMES` order."""
+    return [n for n in NAMES if raise_targets(n)]
 
 
 def driver_present() -> bool:
@@ -105,34 +120,42 @@ def _try(names, deadline: float) -> dict:
 
 def differential(failed_step: str, failure: str) -> dict:
     """Rerun the CUDA steps under the same limits (the baseline must fail too, else the limits are not what
-    failed), then with every raisable soft limit raised, then (if that passed) with one at a time.
+    failed), then with every finite limit raised as far as this process may (hard ones too where setrlimit
+    allows it), then (if that passed) with one at a time.
 
-    Returns ``{"failed_step", "failure", "limits": read(), "privileged", "baseline": child result,
-    "raised": [names], "all_raised": child result, "cause": [names]|None, "verified": bool, "reruns": int}``, or with
-    ``"skipped": why`` when no rerun was made (no kernel driver, nothing to raise)."""
+    Returns ``{"failed_step", "failure", "limits": read(), "privileged": bool|None (CAP_SYS_RESOURCE, from the
+    rerun's own setrlimit of a hard limit where it tried one, else CapEff), "baseline": child result,
+    "raised": [names the rerun did raise], "not_raised": {name: why} (finite limits it could not raise, so
+    never tested), "all_raised": child result, "cause": [names]|None, "verified": bool, "reruns": int}``, or with
+    ``"skipped": why`` when no rerun was made (no kernel driver, every limit unlimited)."""
     out = {"failed_step": failed_step, "failure": failure, "limits": read(), "privileged": privileged()}
     if not driver_present():
         return dict(out, skipped="no NVIDIA kernel driver: no limit can be the cause")
     names = raisable()
     if not names:
-        return dict(out, skipped="every limit is already at its hard limit and this process may not raise that")
+        return dict(out, skipped="every limit is already unlimited")
     deadline = time.monotonic() + DIFFERENTIAL_BUDGET
     base = _try([], deadline)
     out.update(baseline=base, reruns=1, cause=None, verified=False)
     if base.get("ok"):  # the steps pass under the same limits: what failed was something else (a kernel, a module)
         return out
     both = _try(names, deadline)
-    out.update(raised=names, all_raised=both, reruns=2)
+    got = both.get("raised") or {}
+    done = [n for n in names if isinstance(got.get(n), list)]
+    out.update(raised=done, not_raised={n: got.get(n) or both.get("error") or "not tried" for n in names if n not in done},
+               all_raised=both, reruns=2)
+    if both.get("hard_raise") is not None:
+        out["privileged"] = both["hard_raise"]
     if not both.get("ok"):
-        return out  # fails with every limit raised: the limits are not the cause
-    if len(names) == 1:
-        return dict(out, cause=names, verified=True)
-    for name in names:  # most likely first; stops at the first that alone brings CUDA back
+        return out  # fails with every limit it could raise raised: those are not the cause
+    if len(done) == 1:
+        return dict(out, cause=done, verified=True)
+    for name in done:  # most likely first; stops at the first that alone brings CUDA back
         one = _try([name], deadline)
         out["reruns"] += 1
         if one.get("ok"):
             return dict(out, cause=[name], verified=True, single=one)
-    return dict(out, cause=names, verified=True)  # only together: name them all
+    return dict(out, cause=done, verified=True)  # only together: name them all
 
 
 def _cuda_steps() -> dict:
@@ -164,22 +187,31 @@ def _cuda_steps() -> dict:
 
 def main(argv) -> int:
     names = [n for n in (argv[0].split(",") if argv else []) if n in NAMES]
-    p = privileged()
-    raised = {}
+    raised, hard_raise = {}, None
     for name in names:
-        target = raise_target(name, p)
-        if target is not None:
+        res_id = getattr(resource, name)
+        hard_before = resource.getrlimit(res_id)[1]
+        why = "already at its most"
+        for target in raise_targets(name):
+            lifts_hard = hard_before != _INF and (target[1] == _INF or target[1] > hard_before)
             try:
-                resource.setrlimit(getattr(resource, name), target)
-            except (ValueError, OSError) as exc:
-                raised[name] = f"not raised: {exc}"
+                resource.setrlimit(res_id, target)
+            except (ValueError, OSError) as exc:  # Python reports EPERM as "not allowed to raise maximum limit"
+                why = f"not raised: {exc}"
+                if lifts_hard and hard_raise is None:
+                    hard_raise = False
                 continue
+            hard_raise = True if lifts_hard else hard_raise
             raised[name] = [None if v == _INF else v for v in target]
+            break
+        else:
+            raised[name] = why
     try:
         res = _cuda_steps()
     except Exception as exc:  # noqa: BLE001 - the binding's failure is the answer
         res = {"error": f"{type(exc).__name__}: {exc}"}
     res["raised"] = raised
+    res["hard_raise"] = hard_raise
     res["ok"] = res.get("cuInit") == "CUDA_SUCCESS" and res.get("context") == "CUDA_SUCCESS"
     sys.stdout.write("\n" + json.dumps(res) + "\n")
     return 0

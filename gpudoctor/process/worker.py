@@ -328,12 +328,14 @@ NVML_REASONS = {
 
 
 def _q(fn, *args):
-    """Call an NVML query; NotSupported and friends become None (the GPU lacks the feature)."""
+    """Call an NVML query; NotSupported and friends become None (the GPU lacks the feature), and so does a
+    function this libnvidia-ml lacks (pynvml raises NVMLLibraryMismatchError, not an NVMLError, e.g. for a
+    ``*_v3`` symbol an older driver does not export): one missing function costs one fact, not the worker."""
     import pynvml
 
     try:
         value = fn(*args)
-    except pynvml.NVMLError:
+    except (pynvml.NVMLError, getattr(pynvml, "NVMLLibraryMismatchError", pynvml.NVMLError)):
         return None
     return value.decode() if isinstance(value, bytes) else value
 

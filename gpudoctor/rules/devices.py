@@ -3,8 +3,12 @@ from __future__ import annotations
 
 from gpudoctor.findings import Finding, Fix, Severity
 from gpudoctor.rules.driver import stub_picks
+from gpudoctor.rules.sharing import limit_explains
 
 VIS_DOC = "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#cuda-environment-variables"
+#: cuInit's answers that mean the driver gave this process no GPU (cuda.h: "no CUDA-capable devices were
+#: detected", "invalid device ordinal"); any other error is not about visibility.
+HIDDEN = ("CUDA_ERROR_NO_DEVICE", "CUDA_ERROR_INVALID_DEVICE")
 
 
 def visibility(facts, ctx):
@@ -38,6 +42,10 @@ def visibility(facts, ctx):
     if not problems and init == "CUDA_ERROR_SYSTEM_NOT_READY":
         return []  # nothing hides the GPUs: the NVSwitch fabric is down (nvlink.fabric_down says so)
     if not problems and ngpu and init is not None and init != "CUDA_SUCCESS":
+        if limit_explains(facts):
+            return []  # a resource limit of this process makes cuInit fail: process.* says which
+        if init not in HIDDEN:
+            return [_init_failed(init, ngpu, ev)]
         problems.append(f"NVML sees {ngpu} GPU(s) but cuInit returned {init}")
     if not problems and init == "CUDA_SUCCESS" and 0 < cuda_count < ngpu:
         return [_partly_hidden(facts, nvml, api, cvd, ev)]
@@ -53,6 +61,19 @@ def visibility(facts, ctx):
     severity = Severity.FAIL if (init != "CUDA_SUCCESS" or cuda_count == 0) else Severity.WARN
     return [Finding("device.not_visible", severity, "devices", "GPUs hidden from CUDA: " + "; ".join(problems),
                     evidence=ev, fixes=tuple(fixes), doc=VIS_DOC)]
+
+
+def _init_failed(init: str, ngpu: int, ev: dict) -> Finding:
+    """cuInit failed with an error that is not about which GPUs the process sees (out of memory, operating
+    system, not permitted...): say so, and leave its meaning to explain's reading of the error (annotate)."""
+    return Finding("device.not_visible", Severity.FAIL, "devices",
+                   f"CUDA cannot start although NVML sees {ngpu} GPU(s): cuInit returned {init} (not a visibility problem)",
+                   evidence=dict(ev, stderr_tail=f"cuInit returned {init}"),
+                   fixes=(Fix("Ask the driver API directly in this shell (same environment and limits), and read the "
+                              "kernel log of the driver.",
+                              ("python3 -c 'import ctypes; print(ctypes.CDLL(\"libcuda.so.1\").cuInit(0))'",
+                               "sudo dmesg | grep -iE 'nvrm|xid' | tail")),),
+                   doc="https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html")
 
 
 def _partly_hidden(facts, nvml, api, cvd, ev) -> Finding:

@@ -93,18 +93,8 @@ def limits(facts, ctx) -> List[Finding]:
     for f in fails:
         rerun = f.get("limits_rerun") or {}
         if rerun.get("verified") and rerun.get("cause"):
-            return [_verified(f, rerun, rl, pl.get("privileged"))]
-    # The rerun passed under the same limits, or failed the same way with every limit raised: not the limits.
-    acquitted = any((f.get("limits_rerun") or {}).get("all_raised") or ((f.get("limits_rerun") or {}).get("baseline") or {}).get("ok")
-                    for f in fails)
-    out = []
-    oom = [f for f in fails if "OUT_OF_MEMORY" in f["error"]]
-    as_soft = (rl.get("RLIMIT_AS") or {}).get("soft")
-    if as_soft is not None and not acquitted:
-        ran_ok = _context_ran(facts)
-        cannot = next((f for f in oom if (f.get("limits_rerun") or {}).get("skipped", "").startswith("every limit")), None)
-        if cannot or not ran_ok:
-            out.append(_as_limit(rl, cannot))
+            return [_verified(f, rerun, rl, rerun.get("privileged"))]
+    out = [x for x in (_memory_limit(facts, name, rl, fails) for name in MEMORY_LIMITS) if x]
     memlock = (rl.get("RLIMIT_MEMLOCK") or {}).get("soft")
     ib = facts["nccl"].get("infiniband_devices") or []
     memlock_hard = (rl.get("RLIMIT_MEMLOCK") or {}).get("hard")
@@ -125,6 +115,60 @@ def limits(facts, ctx) -> List[Finding]:
                    Fix("Containers: start with an unlimited memlock limit.", ("docker run --gpus all --ulimit memlock=-1 IMAGE",))),
             doc=NCCL_DOC))
     return out
+
+
+#: The limits whose documented failure inside CUDA is out of memory: the UVA reservation is an mmap, refused
+#: past RLIMIT_AS, and since Linux 4.7 private writable mappings also count against RLIMIT_DATA (getrlimit(2)).
+MEMORY_LIMITS = ("RLIMIT_AS", "RLIMIT_DATA")
+
+
+def limit_explains(facts) -> str:
+    """The id of the process.* finding that explains this check's failed cuInit/context, or None: for rules that
+    would otherwise blame something else for the same failure (device.not_visible, smoke.nvcc)."""
+    rl = facts["process_limits"].get("rlimits") or {}
+    if not rl:
+        return None
+    fails = _failures(facts)
+    if any((f.get("limits_rerun") or {}).get("verified") and (f.get("limits_rerun") or {}).get("cause") for f in fails):
+        return "process.limit_breaks_cuda"
+    for name in MEMORY_LIMITS:
+        if (rl.get(name) or {}).get("soft") is not None and _unverified_oom(name, fails):
+            return "process.address_space_limit"
+    return None
+
+
+def _acquits(fail: dict, name: str) -> bool:
+    """Whether the rerun of ``fail`` clears ``name``: the steps passed under the same limits, or still failed
+    with ``name`` really raised."""
+    rerun = fail.get("limits_rerun") or {}
+    if (rerun.get("baseline") or {}).get("ok"):
+        return True
+    return bool(rerun.get("all_raised")) and name in (rerun.get("raised") or []) and not rerun.get("verified")
+
+
+def _unverified_oom(name: str, fails: List[dict]):
+    """The failed step that ran out of memory under ``name`` with no rerun able to raise ``name`` (verification
+    impossible, e.g. soft == hard without CAP_SYS_RESOURCE), or None."""
+    if any(_acquits(f, name) for f in fails):
+        return None
+    for f in fails:
+        rerun = f.get("limits_rerun") or {}
+        if "OUT_OF_MEMORY" not in f["error"] or rerun.get("skipped", "").startswith("no NVIDIA kernel driver"):
+            continue
+        if name in (rerun.get("not_raised") or {}) or (rerun.get("all_raised") and name not in (rerun.get("raised") or [])):
+            return f
+    return None
+
+
+def _memory_limit(facts, name: str, rl: dict, fails: List[dict]):
+    """process.address_space_limit for ``name`` (RLIMIT_AS or RLIMIT_DATA): fail when CUDA ran out of memory
+    under it and no rerun could raise it, warn when no context ran to show it is enough; None otherwise."""
+    if (rl.get(name) or {}).get("soft") is None or any(_acquits(f, name) for f in fails):
+        return None
+    failed = _unverified_oom(name, fails)
+    if failed or (not _context_ran(facts) and name == "RLIMIT_AS"):
+        return _as_limit(rl, failed, name)
+    return None
 
 
 def _context_ran(facts) -> bool:
@@ -163,24 +207,33 @@ def _verified(fail: dict, rerun: dict, rl: dict, privileged) -> Finding:
         fixes=tuple(fixes), doc=MPS_DOC)
 
 
-def _as_limit(rl: dict, failed) -> Finding:
-    soft, hard = (rl.get("RLIMIT_AS") or {}).get("soft"), (rl.get("RLIMIT_AS") or {}).get("hard")
+def _as_limit(rl: dict, failed, name: str = "RLIMIT_AS") -> Finding:
+    soft, hard = (rl.get(name) or {}).get("soft"), (rl.get(name) or {}).get("hard")
+    flag, item, _ = ULIMIT[name]
+    shown = f"{name}={_shown(name, soft)} (ulimit {flag})"
     if failed:
-        title = (f"CUDA fails with {failed['error'][:80]} under RLIMIT_AS={_shown('RLIMIT_AS', soft)} (ulimit -v); it cannot "
-                 "be raised here to verify")
+        title = (f"CUDA fails with {failed['error'][:80]} under {shown}: the likely cause, as CUDA reserves its "
+                 "address range at init; not verified (this process may not raise the limit to try)")
     else:
-        title = (f"RLIMIT_AS is {_shown('RLIMIT_AS', soft)} (ulimit -v): CUDA context creation may fail with out of memory "
+        title = (f"{name} is {_shown(name, soft)} (ulimit {flag}): CUDA context creation may fail with out of memory "
                  "(not tried: no context was created in this check)")
+    if hard is None or soft is None or soft < hard:
+        lift = Fix("Lift the limit for this shell (up to the hard limit), then where it is set.",
+                   (f"ulimit -S{flag[1:]} {_ulimit_value(name, hard)}", WHERE_SET))
+    else:  # `ulimit -v N` in bash sets both: only a new shell, or CAP_SYS_RESOURCE, gets past it
+        lift = Fix(f"The hard limit is the same ({_shown(name, hard)}), so this shell cannot raise it: start a new shell "
+                   f"without the `ulimit {flag}` that set it (limits.conf item '{item}'), or raise it as root with "
+                   "CAP_SYS_RESOURCE.", (WHERE_SET, f"ulimit {flag} unlimited   # root with CAP_SYS_RESOURCE only"))
     return Finding(
         id="process.address_space_limit", severity=Severity.FAIL if failed else Severity.WARN, area="cuda",
         title=title,
-        evidence={"RLIMIT_AS": _shown("RLIMIT_AS", soft), "hard": _shown("RLIMIT_AS", hard),
-                  **({"failed_step": failed["step"], "error": failed["error"]} if failed else {})},
+        evidence={name: _shown(name, soft), "hard": _shown(name, hard),
+                  **({"failed_step": failed["step"], "error": failed["error"],
+                      "not_raised": (failed.get("limits_rerun") or {}).get("not_raised", {}).get(name)} if failed else {})},
         detail="CUDA reserves virtual address space for Unified Virtual Addressing at context creation; the kernel refuses "
-               "mappings past RLIMIT_AS, and CUDA reports CUDA_ERROR_OUT_OF_MEMORY / 'CUDA error: out of memory' "
+               f"mappings past {name}, and CUDA reports CUDA_ERROR_OUT_OF_MEMORY / 'CUDA error: out of memory' "
                "although the GPU's memory is free.",
-        fixes=(Fix("Lift the address-space limit for this shell (up to the hard limit), then where it is set.",
-                   (f"ulimit -Sv {_ulimit_value('RLIMIT_AS', hard)}", WHERE_SET)),
+        fixes=(lift,
                Fix("Batch systems: do not pass a virtual-memory limit to GPU jobs (Slurm: `srun --propagate=NONE`, or "
                    "limit memory with cgroups instead of VSizeFactor/`ulimit -v`).", ())),
         doc=MPS_DOC)

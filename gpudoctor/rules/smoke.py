@@ -8,8 +8,10 @@ import os
 import re
 
 from gpudoctor.rules.differential import verified_cause
+from gpudoctor.rules.sharing import limit_explains
 from gpudoctor.findings import Finding, Fix, Severity
 from gpudoctor.process.tail import tail
+from gpudoctor.rules.loader import damaged_loaded_by
 
 # Failure signatures in nvcc/ptxas/runtime output → (what it means, the finding id that explains it)
 SIGNATURES = (
@@ -52,6 +54,8 @@ def nvrtc_smoke(facts, ctx):
     if not s or s.get("skipped"):
         return [Finding("smoke.nvrtc", Severity.INFO, "smoke", f"NVRTC smoke test skipped ({s.get('skipped', 'not run')})")] if s else []
     if s.get("worker_error") or s.get("import_error"):
+        if damaged_loaded_by(facts, "worker nvrtc-smoke"):
+            return []  # it loads a file that is no library: library.damaged attributes the crash to that file
         said = s.get("worker_error") or s.get("import_error")
         return [Finding("smoke.nvrtc", Severity.FAIL, "smoke", f"NVRTC smoke test crashed: {said}",
                         evidence={"stderr_tail": tail(s.get("stderr_tail") or said)})]
@@ -156,6 +160,9 @@ def nvcc_smoke(facts, ctx):
         else:
             text = run.get("output") or run.get("error") or ""
             meaning, fid = explain(text)
+            limit = None if fid else limit_explains(facts)  # this check's own CUDA steps failed under a process limit
+            if limit and re.search(r"out of memory|MemoryAllocation|OUT_OF_MEMORY", text):
+                meaning, fid = "a resource limit of this shell leaves CUDA no room (not the GPU's memory)", limit
             env_cause = verified_cause(run.get("differential"))
             out.append(Finding("smoke.nvcc", Severity.FAIL, "smoke",
                                f"{label}: built, but the program failed" + (f": {meaning} (see {fid})" if fid
