@@ -21,7 +21,7 @@ MAX_FDS = 4096
 
 
 def probe(ctx, proc: str = "/proc") -> dict:
-    """``{"rlimits": {RLIMIT_*: {"soft", "hard"}} (bytes or counts, None = unlimited), "privileged": bool,
+    """``{"rlimits": {RLIMIT_*: {"soft", "hard"}} (bytes or counts, None = unlimited), "privileged": bool|None (CAP_SYS_RESOURCE),
     "uid": int, "status": {key: str}, "shm": {path, size_bytes, free_bytes}, "cgroup_memory": {path,
     max_bytes (None = max), current_bytes}|None, "gpu_processes": [{"gpu", "pid", "used_mib", "type",
     "found": bool (a /proc entry of this PID namespace that has a GPU open, or could not be checked),
