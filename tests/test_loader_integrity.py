@@ -320,3 +320,103 @@ def test_a_cut_wheel_copy_that_crashes_its_version_child_is_blamed(tmp_path):
     assert hits[0]["title"].startswith(f"libcudart.so.13 found in pip ({cut.parent}) is an ELF file cut short")
     assert ["SIGBUS" in c["what"] for c in hits[0]["evidence"]["crashed"]] == [True]  # the version child it killed
     assert not _blames(report, str(cut)) and not _blames(report, sys.executable)
+
+
+# ----- a damaged pick's failure is the file's, not the driver's or the library's ------------------------------
+
+def test_an_html_page_as_libnvidia_ml_is_the_files_fault_not_a_missing_driver(tmp_path):
+    """NVML loads an HTML error page saved as libnvidia-ml.so.1: pynvml says "NVML Shared Library Not Found",
+    but an intact libnvidia-ml is installed. The report names the file; it never says the driver is missing
+    (this machine has no kernel module: that, and only that, is the driver's finding)."""
+    need(os.path.isfile(NVML), NVML)
+    page = tmp_path / "html" / "libnvidia-ml.so.1"
+    page.parent.mkdir()
+    page.write_text("<html><head><title>404 Not Found</title></head><body>404 Not Found</body></html>\n")
+    real = subprocess.run([sys.executable, "-c", "import ctypes; ctypes.CDLL('libnvidia-ml.so.1')"],
+                          env=_env(LD_LIBRARY_PATH=str(page.parent)), capture_output=True, text=True, timeout=60)
+    assert "invalid ELF header" in real.stderr  # ground truth: the loader stops at the page
+    report = check(tmp_path, {"LD_LIBRARY_PATH": str(page.parent)})
+    ids = {(f["id"], f["severity"]) for f in report["findings"]}
+    hits = [f for f in report["findings"] if f["id"] == "library.damaged" and f["evidence"]["path"] == str(page)]
+    assert hits and hits[0]["severity"] == "fail", ids
+    assert not [f for f in report["findings"] if f["id"] in ("driver.missing", "driver.nvml_error")], ids
+    if not os.path.exists("/proc/driver/nvidia/version"):
+        drv = [f for f in report["findings"] if f["id"] == "driver.not_loaded"]
+        assert drv and "user space is installed" in drv[0]["title"], ids
+
+
+def test_a_cut_cudnn_is_reported_once_as_the_file(tmp_path):
+    """A cut libcudnn.so.9 first on LD_LIBRARY_PATH kills the version child with SIGBUS: library.damaged says
+    so; no cuDNN finding blames the interpreter or counts the cut file's name as a cuDNN version."""
+    from gpudoctor.probes.libfind import site_packages_dirs
+
+    sites = site_packages_dirs() + glob.glob(str(ROOT / ".ci" / "cache" / "*" / "site-packages"))  # .ci/fetch-real-wheels
+    src = next((str(p) for d in sites for p in (Path(d) / "nvidia" / "cudnn" / "lib").glob("libcudnn.so.9")), None)
+    need(src, "the nvidia-cudnn wheel")
+    cut = truncated(src, tmp_path / "cut" / "libcudnn.so.9")
+    real = subprocess.run([sys.executable, "-c", "import ctypes; ctypes.CDLL('libcudnn.so.9')"],
+                          env=_env(LD_LIBRARY_PATH=str(cut.parent)), capture_output=True, timeout=60)
+    assert real.returncode == -signal.SIGBUS
+    report = check(tmp_path, {"LD_LIBRARY_PATH": str(cut.parent)})
+    hits = [f for f in report["findings"] if f["id"] == "library.damaged" and f["evidence"]["path"] == str(cut)]
+    assert hits and hits[0]["severity"] == "fail", [f["title"] for f in report["findings"]]
+    cudnn = [f for f in report["findings"] if f["id"].startswith("cudnn.")]
+    assert not [f for f in cudnn if f["id"] == "cudnn.broken" or "SIGBUS" in f["title"]], [f["title"] for f in cudnn]
+    assert not [f for f in cudnn if str(cut) in json.dumps(f["evidence"]) and f["id"] == "cudnn.mismatch"
+                and f["title"].endswith(", 9") or ": 9," in f["title"]]
+
+
+def test_empty_builtins_before_a_plain_libnvrtc_are_passed_over_by_the_wheels_libnvrtc(tmp_path):
+    """The GPU machine's state: empty libnvrtc-builtins.so.13.X and .so.13 first on LD_LIBRARY_PATH, and a
+    libnvrtc.so.13 a plain dlopen finds after them (the toolkit's, in the ldconfig cache there; a copy of the
+    wheel's here). The workers load libnvrtc through cuda.pathfinder, which opens the wheel's copy; its DT_RPATH
+    $ORIGIN is searched before LD_LIBRARY_PATH, so NVRTC gets the wheel's builtins and compiles: the empty
+    files are warnings, and the builtins pick is the wheel's file via DT_RPATH."""
+    from gpudoctor.probes.libfind import site_packages_dirs
+
+    wheel = next((Path(d) / "nvidia" / "cu13" / "lib" for d in site_packages_dirs()
+                  if (Path(d) / "nvidia" / "cu13" / "lib" / "libnvrtc.so.13").exists()), None)
+    need(wheel is not None, "the nvidia-cuda-nvrtc 13 wheel")
+    builtins = next(wheel.glob("libnvrtc-builtins.so.13.*"))
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for name in (builtins.name, "libnvrtc-builtins.so.13"):
+        (empty / name).write_bytes(b"")
+    plain = real_copy(str(wheel / "libnvrtc.so.13"), tmp_path / "plain" / "libnvrtc.so.13")
+    ldp = f"{empty}:{plain.parent}"
+    code = ("from cuda.bindings import nvrtc; e, p = nvrtc.nvrtcCreateProgram(b'__global__ void k(){}', b'k.cu', 0, [], []);"
+            "print(nvrtc.nvrtcCompileProgram(p, 0, [])[0].name)")
+    real = subprocess.run([sys.executable, "-c", code], env=_env(LD_LIBRARY_PATH=ldp), capture_output=True, text=True,
+                          timeout=120)
+    assert real.stdout.strip() == "NVRTC_SUCCESS", real.stderr[-1500:]  # ground truth: the worker's way compiles
+
+    from conftest import ctx
+
+    facts = loader_probe.probe(ctx(LD_LIBRARY_PATH=ldp))
+    nvrtc = [p for p in facts["libraries"] if p["soname"] == "libnvrtc.so.13"]
+    assert {(p["path"], p["via"]) for p in nvrtc} == {(str(wheel / "libnvrtc.so.13"), "cuda.pathfinder"),
+                                                       (str(plain), "LD_LIBRARY_PATH")}
+    pick = next(p for p in facts["libraries"] if p["soname"] == builtins.name)
+    assert (pick["path"], pick["via"]) == (str(builtins), "DT_RPATH")
+    found = [f for f in judge_loader(LD_LIBRARY_PATH=ldp) if f.id == "library.damaged"]
+    assert sorted((f.evidence["path"], f.severity.value) for f in found) == \
+        sorted((str(empty / n), "warn") for n in (builtins.name, "libnvrtc-builtins.so.13"))
+
+
+def test_an_lfs_libnvrtc_the_workers_pass_over_still_fails_a_dlopen_by_name(tmp_path):
+    """An LFS pointer as libnvrtc.so.13 first on LD_LIBRARY_PATH: a dlopen by name fails ("invalid ELF header":
+    the GPU run's ground truth too), so it stays a failure, but it is not what the NVRTC worker loads (the
+    wheel's copy, through cuda.pathfinder): the title says so and a worker failure is never pinned on it."""
+    from gpudoctor.probes.libfind import site_packages_dirs
+
+    wheel = next((Path(d) / "nvidia" / "cu13" / "lib" for d in site_packages_dirs()
+                  if (Path(d) / "nvidia" / "cu13" / "lib" / "libnvrtc.so.13").exists()), None)
+    need(wheel is not None, "the nvidia-cuda-nvrtc 13 wheel")
+    pointer = lfs_pointer(str(wheel / "libnvrtc.so.13"), tmp_path / "lfs" / "libnvrtc.so.13")
+    real = subprocess.run([sys.executable, "-c", "import ctypes; ctypes.CDLL('libnvrtc.so.13')"],
+                          env=_env(LD_LIBRARY_PATH=str(pointer.parent)), capture_output=True, text=True, timeout=60)
+    assert "invalid ELF header" in real.stderr
+    found = [f for f in judge_loader(LD_LIBRARY_PATH=str(pointer.parent)) if f.id == "library.damaged"]
+    assert [(f.evidence["path"], f.severity.value) for f in found] == [(str(pointer), "fail")]
+    assert f"cuda.pathfinder loads {wheel / 'libnvrtc.so.13'}" in found[0].title
+    assert "worker nvrtc-smoke" not in (found[0].evidence.get("loaded_by") or [])

@@ -33,6 +33,11 @@ LOADED = (
 )
 #: Sonames loaded whether or not a copy is found (a missing one is a fact other probes report).
 ALWAYS = ("libcuda.so.1", "libnvidia-ml.so.1")
+#: Stems the workers load through cuda.pathfinder, which opens an NVIDIA wheel's copy by path before any
+#: dlopen by name (its documented search order): LD_LIBRARY_PATH decides only for other programs.
+PATHFINDER = ("libnvrtc",)
+#: ``loaded_by`` of the copy a plain dlopen by name gets where the workers load another one.
+BY_NAME = "programs that dlopen it by name"
 _NOT_KEPT = ("needed", "byte_order", "machine_code")  # read for the loader model; not needed in the report
 _SONAME = re.compile(r"^(lib[\w.+-]*?\.so(?:\.\d+)*)$")
 
@@ -71,6 +76,15 @@ def probe(ctx) -> dict:
                 continue
             if loader and trace["via"] in ("DT_RPATH", "DT_RUNPATH"):
                 trace["loader"] = loader
+            wheel = _wheel_copy(idx, found, soname) if stem in PATHFINDER else None
+            if wheel and os.path.realpath(wheel) != os.path.realpath(trace["path"]):
+                # the workers get the wheel's copy (and its RPATH decides what it dlopens); the by-name pick is
+                # what every other program gets
+                picks.append(_describe(idx, {"path": wheel, "via": "cuda.pathfinder", "entry": os.path.dirname(wheel),
+                                             "soname": soname, "loaded_by": list(loaded_by)}))
+                picked[soname] = wheel
+                picks.append(_describe(idx, dict(trace, soname=soname, loaded_by=[BY_NAME], skipped=skipped)))
+                continue
             picked[soname] = trace["path"]
             picks.append(_describe(idx, dict(trace, soname=soname, loaded_by=list(loaded_by), skipped=skipped)))
     picked_files = {os.path.realpath(p["path"]) for p in picks}
@@ -87,15 +101,39 @@ def probe(ctx) -> dict:
 
 def _sonames(idx, stem: str, found) -> List[str]:
     """The names programs ask for: each readable copy's DT_SONAME, else the file's own name (a damaged file
-    has no SONAME; it is found under the name it was put there as)."""
+    has no SONAME; it is found under the name it was put there as). A damaged file's name that no intact
+    copy of its family and major carries is asked for by nothing (libnvrtc asks for
+    libnvrtc-builtins.so.13.0, never .so.13): that file stays a copy, not a pick."""
     out = [s for s in ALWAYS if s.startswith(stem + ".so")]
+    named = []
     for c in found:
         soname = idx.file_info(c.realpath).get("soname")
-        name = soname if isinstance(soname, str) and soname.startswith(os.path.basename(c.path).split(".so")[0]) \
-            else os.path.basename(c.path)
+        own = isinstance(soname, str) and soname.startswith(os.path.basename(c.path).split(".so")[0])
+        named.append((soname if own else os.path.basename(c.path), own))
+    intact = {n for n, own in named if own}
+    for name, own in named:
+        if not own and name not in out and name not in intact and \
+                any(_major(n) == _major(name) for n in intact):
+            continue
         if _SONAME.match(name) and ".so." in name and name not in out:
             out.append(name)
     return sorted(out, key=lambda n: (not n.startswith(stem + ".so"), n))  # a family's main library first
+
+
+def _major(name: str) -> str:
+    """"libnvrtc-builtins.so.13" of "libnvrtc-builtins.so.13.0"."""
+    m = re.match(r"(lib[\w+-]*?\.so(?:\.\d+)?)", name)
+    return m.group(1) if m else name
+
+
+def _wheel_copy(idx, found, soname: str) -> Optional[str]:
+    """The intact copy of ``soname`` in an NVIDIA wheel (origin "pip"), which cuda.pathfinder opens first."""
+    for c in found:
+        info = idx.file_info(c.realpath)
+        if c.origin == "pip" and info.get("kind") == "elf" and not info.get("truncated") and \
+                soname in (os.path.basename(c.path), info.get("soname")):
+            return c.path
+    return None
 
 
 def _describe(idx, entry: dict) -> dict:

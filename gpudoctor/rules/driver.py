@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from gpudoctor.findings import Finding, Fix, Severity
 from gpudoctor.rules.fixes import driver_install
+from gpudoctor.rules.loader import damaged_loaded_by, damaged_paths
 
 DOC = "https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/index.html"
 
@@ -16,6 +17,15 @@ def driver_state(facts, ctx):
     if reason not in (None, "binding_missing") and any(s["soname"] == "libnvidia-ml.so.1" for s in stub_picks(facts)):
         return []  # NVML answered from a stub: driver.stub_library explains it
     km = drv.get("kernel_module")
+    damaged_pick = nvml.get("status") == "error" and reason != "binding_missing" and _nvml_file_damaged(facts, drv)
+    if damaged_pick:
+        # NVML never got past loading a file that is no library (library.damaged names it and how it got picked):
+        # its error says nothing about the driver. Judge by the rest: the kernel module, an intact libnvidia-ml.
+        if km:
+            return []
+        bad = damaged_paths(facts)
+        intact = [c for c in drv.get("libnvidia_ml") or [] if c.get("path") not in bad and c.get("realpath") not in bad]
+        reason = "driver_not_loaded" if intact else "library_not_found"
     ev = {"nvml": nvml.get("error") or "ok", "libnvidia-ml": drv.get("libnvidia_ml_loaded"),
           "user_space_version": drv.get("user_space_version"),
           "kernel_module": (km or {}).get("version") or "not loaded (/proc/driver/nvidia/version absent)"}
@@ -78,8 +88,9 @@ def driver_state(facts, ctx):
                         f"NVIDIA driver {drv.get('user_space_version') or ''} user space is installed but the kernel module is not loaded".replace("  ", " "),
                         evidence=dict(ev, dev_nodes=facts["platform"].get("dev_nodes") or "none"),
                         fixes=fixes, doc=DOC,
-                        detail="NVML answered NVML_ERROR_DRIVER_NOT_LOADED; nvidia-smi fails with \"couldn't communicate "
-                               "with the NVIDIA driver\" in this state.")]
+                        detail=("/proc/driver/nvidia/version is absent and an intact libnvidia-ml is installed." if damaged_pick
+                                else "NVML answered NVML_ERROR_DRIVER_NOT_LOADED; nvidia-smi fails with \"couldn't "
+                                     "communicate with the NVIDIA driver\" in this state."))]
     if reason == "no_permission":
         return [Finding("driver.no_permission", Severity.FAIL, "driver", "NVML: insufficient permissions to open the GPU devices",
                         evidence=dict(ev, dev_nodes=facts["platform"].get("dev_nodes")),
@@ -89,6 +100,13 @@ def driver_state(facts, ctx):
         return []  # driver_mismatch reports it with the two versions
     return [Finding("driver.nvml_error", Severity.FAIL, "driver", f"NVML failed: {nvml.get('error')}", evidence=ev,
                     fixes=(Fix("Read the kernel log for the driver's own error.", ("sudo dmesg | grep -iE 'nvidia|nvrm|xid' | tail -n 30",)),))]
+
+
+def _nvml_file_damaged(facts, drv: dict) -> bool:
+    """Did the NVML worker load a file that is no library (an empty file, an HTML page, a cut ELF)? Then its
+    failure says nothing about the driver (the kernel module may be loaded and a real copy cached)."""
+    loaded = drv.get("libnvidia_ml_loaded")
+    return bool(loaded and loaded in damaged_paths(facts)) or bool(damaged_loaded_by(facts, "worker nvml"))
 
 
 def _smi_evidence(smi: dict) -> dict:

@@ -6,6 +6,7 @@ import re
 from gpudoctor.findings import Finding, Fix, Severity
 from gpudoctor.rules._util import major_minor
 from gpudoctor.rules.driver import stub_picks
+from gpudoctor.rules.loader import damaged_loaded_by, damaged_paths
 
 CUDNN_DOC = "https://docs.nvidia.com/deeplearning/cudnn/backend/latest/reference/support-matrix.html"
 TRT_DOC = "https://docs.nvidia.com/deeplearning/tensorrt/latest/installing-tensorrt/installing.html"
@@ -28,12 +29,16 @@ def library_not_found(facts, ctx):
                            fixes=(Fix("Install NVIDIA's CUDA Python bindings.", ("python -m pip install cuda-python",)),)))
     drv_err = (api.get("cuDriverGetVersion") or {}).get("result", "")
     stub = any(s["soname"] == "libcuda.so.1" for s in stub_picks(facts))  # driver.stub_library explains it
-    if not stub and ("NotFound" in drv_err or "not found" in drv_err.lower()):
+    # a libcuda that is no library: library.damaged names the file the loader picked
+    damaged = facts["driver"].get("libcuda_loaded") in damaged_paths(facts) or damaged_loaded_by(facts, "worker cuda")
+    if not stub and not damaged and ("NotFound" in drv_err or "not found" in drv_err.lower()):
         out.append(Finding("library.not_found", Severity.FAIL, "cuda", "libcuda.so.1 (the CUDA driver library) cannot be loaded",
                            evidence={"cuDriverGetVersion": drv_err},
                            detail="It is part of the NVIDIA driver; see the driver findings."))
     nv = facts["smoke_nvrtc"]
-    if nv.get("nvrtc_crashed"):
+    if damaged_loaded_by(facts, "worker nvrtc-smoke") and (nv.get("nvrtc_crashed") or nv.get("nvrtc_error")):
+        pass  # the worker loads a file that is no library: library.damaged attributes the failure to it
+    elif nv.get("nvrtc_crashed"):
         out.append(Finding("library.load_failed", Severity.FAIL, "cuda",
                            f"NVRTC crashed while loading or compiling: the compiler process was {nv['nvrtc_error']}",
                            evidence={"error": nv["nvrtc_error"], "cuda-python": nv.get("bindings_version")},
@@ -55,7 +60,10 @@ def library_not_found(facts, ctx):
 
 def cudnn_mismatch(facts, ctx):
     c = facts["cudnn"]
-    libs = c.get("libraries") or []
+    # a copy that is no library (cut short, an LFS pointer) has no version and crashes whoever asks it:
+    # library.damaged reports it, with the crash
+    bad = damaged_paths(facts)
+    libs = [l for l in c.get("libraries") or [] if l.get("realpath") not in bad and l.get("path") not in bad]
     if not libs:
         return []
     out = []

@@ -38,11 +38,23 @@ def unloadable(file: dict) -> bool:
 def damaged_paths(facts) -> Set[str]:
     """Paths and realpaths of every damaged library the loader probe found, for rules that must not judge
     what came out of them (a driver version read from a file that is a Git LFS pointer is garbage)."""
-    lf = facts["loader"]
+    lf = facts["loader"] or {}
     out: Set[str] = set()
     for e in list(lf.get("libraries") or []) + list(lf.get("copies") or []) + list(lf.get("preload") or []):
         if damaged(e.get("file") or {}):
             out.update({e["path"], e["realpath"]})
+    return out
+
+
+def damaged_loaded_by(facts, who: str) -> List[str]:
+    """Paths of the unloadable files the loader probe says ``who`` ("worker nvml", "nvidia-smi") gets: its
+    pick of a library it asks for, or a preloaded ELF. Rules built on ``who``'s failure defer to
+    library.damaged, which attributes the failure to the file."""
+    lf = facts["loader"] or {}
+    out = [e["path"] for e in lf.get("libraries") or []
+           if who in (e.get("loaded_by") or []) and unloadable(e.get("file") or {})]
+    out += [e["path"] for e in lf.get("preload") or []
+            if unloadable(e.get("file") or {}) and (e.get("file") or {}).get("kind") == "elf"]
     return out
 
 
@@ -122,15 +134,20 @@ def _damaged(e: dict, lf: dict, records: List[dict], strings: List[tuple], ctx, 
     picked = "via" in e and "origin" not in e
     how = _how_picked(e) if picked else f"found in {e['origin']} ({os.path.dirname(e['path'])})"
     title = f"{name} {how} is {what}, not a library"
+    # the workers (cuda.pathfinder) load a wheel's copy: this file breaks only what dlopens the name
+    wheel = next((x["path"] for x in lf.get("libraries") or [] if picked and x.get("via") == "cuda.pathfinder"
+                  and x.get("soname") == e.get("soname") and x["path"] != e["path"]), None)
     if crashed:
         title += f": {_crash_words(crashed)}"
+    elif wheel:
+        title += f": a dlopen of {name} by name gets it (cuda.pathfinder loads {wheel})"
     elif errors:  # the loader's own words, as a probe recorded them ("<path>: invalid ELF header")
         title += f": {_loader_said(errors[0].split(': ', 1)[-1], e)}"
     evidence = {"path": e["path"], "realpath": e["realpath"], "found": what, "kind": f.get("kind"),
                 "size_bytes": f.get("size"),
                 "expected_bytes": f.get("lfs_size") if f.get("kind") == "git_lfs_pointer" else f.get("needs_bytes"),
                 "via": e.get("via") or e.get("origin"), "entry": e.get("entry"), "loader": e.get("loader"),
-                "package": e.get("package"), "loaded_by": e.get("loaded_by")}
+                "package": e.get("package"), "loaded_by": e.get("loaded_by"), "workers_load": wheel}
     if crashed:
         evidence["crashed"] = crashed
     if crashed or errors:  # the cause is stated: explain's reading of the tool's words stays evidence
