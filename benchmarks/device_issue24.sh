@@ -20,7 +20,7 @@ for s in benchmarks/device_issue24/*.sh; do
   [ -n "${ONLY:-}" ] && [ "$ONLY" != "$name" ] && continue
   echo "== $name"; mkdir -p "$STATES/$name"
   t0=$(date +%s.%N)
-  OUTDIR="$STATES/$name" timeout 240 bash "$s" > "$STATES/$name/script.log" 2>&1
+  OUTDIR="$STATES/$name" timeout "${SCRIPT_TIMEOUT:-100}" bash "$s" > "$STATES/$name/script.log" 2>&1
   echo "$name exit=$? $(python3 -c "import time,sys; print(round(time.time()-float(sys.argv[1]),1))" "$t0") s" | tee -a "$OUT/scenarios.txt"
   tail -4 "$STATES/$name/script.log"
 done

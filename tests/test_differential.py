@@ -249,3 +249,38 @@ def test_copies_failing_alike_are_one_finding_naming_every_path():
     f = environment_breaks_step(Facts({"toolkit": {"toolkits": [{"differential": out}, {"differential": other}]}}), rule_ctx())
     assert len(f) == 1 and f[0].evidence["paths"] == ["/a/nvcc", "/b/nvcc"]
     assert f[0].title == "nvcc --version (/a/nvcc and 1 other copy) succeeds without TOOL_SETTING_5=value5: verified"
+
+
+def test_a_library_that_fails_to_load_on_a_foreign_libgcc_names_the_ld_library_path_entry(tmp_path):
+    """The libversions child loads the real libcudart.so.13 of the nvidia-cuda-runtime wheel; an LD_LIBRARY_PATH
+    entry whose libgcc_s.so.1 is another library (a copy of libz) makes dlopen fail with the loader's "version
+    `GCC_3.0' not found". The load's differential names that entry, verified (the library alone would be blamed)."""
+    import glob
+    import sys
+
+    from conftest import need
+    from gpudoctor.probes._worker import ask_libraries
+    from gpudoctor.process.runner import ProbeContext
+
+    import nvidia
+
+    found = [p for d in nvidia.__path__ for p in glob.glob(os.path.join(d, "cu13", "lib", "libcudart.so.13"))]
+    need(bool(found), "the nvidia-cuda-runtime wheel (README's test command)")
+    cudart = found[0]
+    libz = next((p for p in ("/lib/x86_64-linux-gnu/libz.so.1", "/usr/lib/x86_64-linux-gnu/libz.so.1") if os.path.exists(p)), None)
+    if libz is None:
+        pytest.skip("no libz.so.1 to copy")
+    bad = tmp_path / "toolchain" / "lib"
+    bad.mkdir(parents=True)
+    shutil.copy(libz, bad / "libgcc_s.so.1")
+    env = dict(os.environ, LD_LIBRARY_PATH=str(bad))
+    ctx = ProbeContext(env=env, smoke=False, timeout=20.0, python=sys.executable)
+    answer = ask_libraries(ctx, [cudart])[cudart]
+    assert "libgcc_s.so.1: version" in (answer.get("load_error") or ""), answer  # ground truth: the loader refuses it
+    d = answer["differential"]
+    (c,) = d["culprits"]  # the variable (its only entry is the whole value)
+    assert c["var"] == "LD_LIBRARY_PATH" and str(bad) in (c.get("entry"), c.get("value")) and d["verified"], d
+    (f,) = environment_breaks_step(Facts({"cuda": {"libcudart": [answer]}}), rule_ctx())
+    assert f.severity.value == "fail" and "LD_LIBRARY_PATH" in f.title and f.title.endswith(": verified"), f.title
+    assert ask_libraries(ProbeContext(env=dict(os.environ), smoke=False, timeout=20.0), [cudart])[cudart].get(
+        "load_error") is None  # and without the entry it loads: nothing to explain

@@ -73,14 +73,62 @@ def run_worker(ctx, task: str, *args: str, timeout: float = None) -> dict:
         argv, env = _argv_env(ctx.python, ctx.env, task, args)
         res = run(argv, timeout=timeout or ctx.timeout, env=env)
     if res.error:
-        return {"worker_error": res.error, "stderr_tail": res.stderr[-2000:], "problems": [_problem(ctx, task, args, res)]}
+        return _with_differential(ctx, task, args, res, {
+            "worker_error": res.error, "stderr_tail": res.stderr[-2000:], "problems": [_problem(ctx, task, args, res)]})
     last = res.stdout.strip().splitlines()[-1] if res.stdout.strip() else ""
     try:
         return json.loads(last)
     except ValueError:
         what = f"worker exited with {res.returncode} and no result"
-        return {"worker_error": what, "stderr_tail": res.stderr[-2000:],
-                "problems": [_problem(ctx, task, args, res, unparsable="JSON result")]}
+        return _with_differential(ctx, task, args, res, {
+            "worker_error": what, "stderr_tail": res.stderr[-2000:],
+            "problems": [_problem(ctx, task, args, res, unparsable="JSON result")]})
+
+
+def _load_differential(ctx, path: str) -> dict:
+    """A library that failed to load (dlopen's error, or a crash while loading): would it load in the clean
+    base? (a foreign libgcc_s or libstdc++ on LD_LIBRARY_PATH, a preload)."""
+    from gpudoctor.process import differential
+
+    def loaded(res) -> bool:
+        try:
+            answer = json.loads(res.stdout.strip().splitlines()[-1])[path]
+        except (ValueError, IndexError, KeyError, TypeError):
+            return False
+        return isinstance(answer, dict) and not answer.get("load_error")
+
+    argv, _ = _argv_env(ctx.python, ctx.env, "libversions", (path,))
+    step = differential.command_step(argv, timeout=ctx.timeout, passed=loaded,
+                                     env_for=lambda e: _argv_env(ctx.python, e, "libversions", (path,))[1])
+    return differential.explain_failure(step, ctx.env, label=f"loading {os.path.basename(path)} ({path})",
+                                        paths=[path], command=f"{ctx.python} -m gpudoctor.process.worker libversions {path}")
+
+
+def _answered(res) -> bool:
+    """A worker run that gave its JSON result (whatever the result says)."""
+    last = res.stdout.strip().splitlines()[-1] if res.ok and res.stdout.strip() else ""
+    try:
+        return isinstance(json.loads(last), dict)
+    except ValueError:
+        return False
+
+
+def _with_differential(ctx, task, args, res, failed: dict) -> dict:
+    """A worker that crashed or exited without its result: did the environment do it (a damaged or foreign
+    library on LD_LIBRARY_PATH, a preload, a variable)? Rerun it in the clean base and narrow the difference
+    (:mod:`gpudoctor.process.differential`); never for a hang (each rerun would wait as long)."""
+    from gpudoctor.process import differential
+
+    if not differential.worth_rerunning(res):
+        return failed
+    argv, _ = _argv_env(ctx.python, ctx.env, task, args)
+    step = differential.command_step(argv, timeout=ctx.timeout, passed=_answered,
+                                     env_for=lambda e: _argv_env(ctx.python, e, task, args)[1])
+    label = f"the {task} check (python -m gpudoctor.process.worker {task})"
+    failed["differential"] = differential.explain_failure(
+        step, ctx.env, label=label, paths=[failed["problems"][0]["path"], ctx.python],
+        command=failed["problems"][0].get("command"))
+    return failed
 
 
 def _problem(ctx, task, args, res, unparsable=None) -> dict:
@@ -149,4 +197,5 @@ def ask_libraries(ctx, paths) -> dict:
             if "worker_error" in a:  # the child itself died or hung while loading it: name that program too
                 rec.update(command=(a.get("problems") or [{}])[0].get("command"), program=ctx.python)
             out[p]["problems"] = [rec]
+            out[p]["differential"] = a.get("differential") or _load_differential(ctx, p)
     return out

@@ -143,7 +143,8 @@ def nvml_snapshot(ctx) -> dict:
         res = run_worker(ctx, "nvml")
         if "worker_error" in res:
             return {"status": "error", "error": f"NVML query failed: {res['worker_error']}", "reason": "worker_failed",
-                    "gpus": [], "problems": res.get("problems", [])}
+                    "gpus": [], "problems": res.get("problems", []),
+                    **({"differential": res["differential"]} if res.get("differential") else {})}
         return typed.NvmlSnapshot.parse(res, nvml_origin(ctx)).to_dict()
 
     return ctx.memo("nvml", ask)
