@@ -191,6 +191,8 @@ def test_check_names_a_git_lfs_pointer_picked_as_libcuda(tmp_path):
     commands = [c for fx in f["fixes"] for c in fx["commands"]]
     assert f"export LD_LIBRARY_PATH={other}" in commands and any("git lfs pull" in c for c in commands)
     assert not _blames(report, sys.executable)
+    # cuda-python's "libcuda not found" is the pointer's doing, said once by library.damaged
+    assert not [x for x in report["findings"] if x["id"] == "library.not_found" and "libcuda" in x["title"]]
 
 
 def test_truncated_libnvidia_ml_crash_is_blamed_on_the_file_not_on_python(tmp_path):
@@ -362,8 +364,8 @@ def test_a_cut_cudnn_is_reported_once_as_the_file(tmp_path):
     assert hits and hits[0]["severity"] == "fail", [f["title"] for f in report["findings"]]
     cudnn = [f for f in report["findings"] if f["id"].startswith("cudnn.")]
     assert not [f for f in cudnn if f["id"] == "cudnn.broken" or "SIGBUS" in f["title"]], [f["title"] for f in cudnn]
-    assert not [f for f in cudnn if str(cut) in json.dumps(f["evidence"]) and f["id"] == "cudnn.mismatch"
-                and f["title"].endswith(", 9") or ": 9," in f["title"]]
+    listed = [v for f in cudnn if f["title"].startswith(("2 cuDNN", "3 cuDNN")) for v in f["title"].split(": ", 1)[1].split(", ")]
+    assert "9" not in listed  # the cut file has no version: its name's "9" is none
 
 
 def test_empty_builtins_before_a_plain_libnvrtc_are_passed_over_by_the_wheels_libnvrtc(tmp_path):

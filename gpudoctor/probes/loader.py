@@ -127,11 +127,10 @@ def _major(name: str) -> str:
 
 
 def _wheel_copy(idx, found, soname: str) -> Optional[str]:
-    """The intact copy of ``soname`` in an NVIDIA wheel (origin "pip"), which cuda.pathfinder opens first."""
+    """The copy of ``soname`` in an NVIDIA wheel (origin "pip"), which cuda.pathfinder opens first, damaged
+    or not (it opens the file by path and never looks further)."""
     for c in found:
-        info = idx.file_info(c.realpath)
-        if c.origin == "pip" and info.get("kind") == "elf" and not info.get("truncated") and \
-                soname in (os.path.basename(c.path), info.get("soname")):
+        if c.origin == "pip" and soname in (os.path.basename(c.path), idx.file_info(c.realpath).get("soname")):
             return c.path
     return None
 
