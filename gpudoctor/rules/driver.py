@@ -30,8 +30,9 @@ def driver_state(facts, ctx):
           "user_space_version": drv.get("user_space_version"),
           "kernel_module": (km or {}).get("version") or "not loaded (/proc/driver/nvidia/version absent)"}
     smi = drv.get("nvidia_smi") or {}
-    if nvml.get("status") == "error" and smi.get("failure_reason"):
-        # nvidia-smi failing in its own words for the same driver state is evidence, not a separate fault.
+    if nvml.get("status") == "error" and smi.get("failure_reason") and not damaged_pick:
+        # nvidia-smi failing in its own words for the same driver state is evidence, not a separate fault
+        # (after a damaged pick it failed on that file: library.damaged quotes it).
         ev.update(_smi_evidence(smi))
     if nvml.get("status") == "ok":
         g = nvml.get("gpus") or []
