@@ -423,3 +423,20 @@ def test_an_lfs_libnvrtc_the_workers_pass_over_still_fails_a_dlopen_by_name(tmp_
     assert [(f.evidence["path"], f.severity.value) for f in found] == [(str(pointer), "fail")]
     assert f"cuda.pathfinder loads {wheel / 'libnvrtc.so.13'}" in found[0].title
     assert "worker nvrtc-smoke" not in (found[0].evidence.get("loaded_by") or [])
+
+
+def test_the_differentials_culprit_for_a_crash_a_damaged_file_explains_is_that_file(tmp_path):
+    """The NVML worker's SIGBUS on a cut libnvidia-ml goes away without the LD_LIBRARY_PATH entry holding it (the
+    differential verifies that for real): damaged_explains says library.damaged already names that cause."""
+    from gpudoctor.rules import Facts
+    from gpudoctor.rules.differential import _walk
+    from gpudoctor.rules.loader import damaged_explains
+
+    cut = truncated(NVML, tmp_path / "cut" / "libnvidia-ml.so.1")
+    report = check(tmp_path, {"LD_LIBRARY_PATH": str(cut.parent)})
+    facts = Facts({k: v.get("facts") for k, v in report["probes"].items()})
+    diffs = [d for _, f in facts.items() for d in _walk(f) if d.get("culprits")]
+    if not diffs:
+        pytest.skip("no probe reran a failed step in a clean environment here")
+    assert all(damaged_explains(facts, d["culprits"]) for d in diffs), [d["culprits"] for d in diffs]
+    assert not damaged_explains(facts, [{"var": "CUDA_VISIBLE_DEVICES", "value": "0"}])

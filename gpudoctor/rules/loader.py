@@ -58,6 +58,22 @@ def damaged_loaded_by(facts, who: str) -> List[str]:
     return out
 
 
+def damaged_explains(facts, culprits) -> bool:
+    """Do the environment culprits a differential narrowed (``[{var, entry?, value?}]``) only put damaged
+    files in the loader's way (an LD_LIBRARY_PATH entry holding one, a damaged LD_PRELOAD file)? Then
+    library.damaged already names the cause and its fix; environment.breaks_step would say it twice."""
+    bad = damaged_paths(facts)
+    if not culprits or not bad:
+        return False
+    dirs = {os.path.dirname(p) for p in bad}
+    for c in culprits:
+        values = [c["entry"]] if c.get("entry") is not None else (c.get("value") or "").replace(" ", ":").split(":")
+        if not ((c.get("var") == "LD_LIBRARY_PATH" and dirs.intersection(values)) or
+                (c.get("var") == "LD_PRELOAD" and bad.intersection(values))):
+            return False
+    return True
+
+
 def _foreign(file: dict, process: dict) -> bool:
     return file.get("kind") == "elf" and not damaged(file) and file.get("elf_class") is not None and \
         (file.get("elf_class"), file.get("machine")) != (process.get("elf_class"), process.get("machine"))
