@@ -69,21 +69,22 @@ def probe(ctx) -> dict:
             loader = (picked.get(f"{parent}.so.{major}") or first.get(f"{parent}.so.{major}")) \
                 if parent and not soname.startswith(parent + ".so") else None
             trace, skipped = idx.loader_search(soname, loader)
-            if trace is None:
-                if skipped:
-                    unresolved.append({"soname": soname, "loaded_by": list(loaded_by), "skipped": skipped,
-                                       "by_name": soname in ALWAYS})
-                continue
-            if loader and trace["via"] in ("DT_RPATH", "DT_RUNPATH"):
+            if loader and trace and trace["via"] in ("DT_RPATH", "DT_RUNPATH"):
                 trace["loader"] = loader
             wheel = _wheel_copy(idx, found, soname) if stem in PATHFINDER else None
-            if wheel and os.path.realpath(wheel) != os.path.realpath(trace["path"]):
+            if wheel and (trace is None or os.path.realpath(wheel) != os.path.realpath(trace["path"])):
                 # the workers get the wheel's copy (and its RPATH decides what it dlopens); the by-name pick is
                 # what every other program gets
                 picks.append(_describe(idx, {"path": wheel, "via": "cuda.pathfinder", "entry": os.path.dirname(wheel),
                                              "soname": soname, "loaded_by": list(loaded_by)}))
                 picked[soname] = wheel
-                picks.append(_describe(idx, dict(trace, soname=soname, loaded_by=[BY_NAME], skipped=skipped)))
+                if trace:
+                    picks.append(_describe(idx, dict(trace, soname=soname, loaded_by=[BY_NAME], skipped=skipped)))
+                continue
+            if trace is None:
+                if skipped:
+                    unresolved.append({"soname": soname, "loaded_by": list(loaded_by), "skipped": skipped,
+                                       "by_name": soname in ALWAYS})
                 continue
             picked[soname] = trace["path"]
             picks.append(_describe(idx, dict(trace, soname=soname, loaded_by=list(loaded_by), skipped=skipped)))
