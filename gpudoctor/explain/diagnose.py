@@ -20,7 +20,8 @@ from gpudoctor.explain.facts import judge as judge_facts
 from gpudoctor.explain.hints import add_hints
 from gpudoctor.explain.libraries import describe as describe_library
 from gpudoctor.explain.scan import Match, Scanner
-from gpudoctor.explain.toolwords import TOOL_SCORE, tool_matches, which_tool
+from gpudoctor.explain.toolmatch import tool_matches
+from gpudoctor.explain.toolwords import TOOL_SCORE, which_tool
 from gpudoctor.explain.xid import APPLICATION_XIDS, application_only
 from gpudoctor.findings import Finding, Fix, Severity
 

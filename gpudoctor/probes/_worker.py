@@ -124,10 +124,11 @@ def _with_differential(ctx, task, args, res, failed: dict) -> dict:
     argv, _ = _argv_env(ctx.python, ctx.env, task, args)
     step = differential.command_step(argv, timeout=ctx.timeout, passed=_answered,
                                      env_for=lambda e: _argv_env(ctx.python, e, task, args)[1])
-    label = f"the {task} check (python -m gpudoctor.process.worker {task})"
-    failed["differential"] = differential.explain_failure(
-        step, ctx.env, label=label, paths=[failed["problems"][0]["path"], ctx.python],
-        command=failed["problems"][0].get("command"))
+    rec = failed["problems"][0]
+    # The step is gpudoctor's own query, run by this interpreter: named as the program, never as what failed.
+    failed["differential"] = dict(differential.explain_failure(
+        step, ctx.env, label=f"gpudoctor's {task} query", paths=[p for p in (rec["path"],) if p != ctx.python],
+        command=rec.get("command")), program=ctx.python)
     return failed
 
 

@@ -10,6 +10,7 @@ import json
 import shlex
 from typing import Iterator, List
 
+from gpudoctor.rules.loader import damaged_explains
 from gpudoctor.findings import Finding, Fix, Severity
 
 #: Report area of each probe's steps (the console groups findings by area).
@@ -85,11 +86,14 @@ def environment_breaks_step(facts, ctx) -> List[Finding]:
     for probe, d in _grouped(facts):
         if not d.get("clean_base_passes"):
             continue  # fails in the clean base too (or said nothing): the environment is not shown to be the cause
+        if damaged_explains(facts, d.get("culprits")):
+            continue  # the culprits only put a damaged file in the loader's way: library.damaged says it once
         step = d.get("step") or "the step"
         paths = d.get("paths") or []
         where = f" ({paths[0]}" + (f" and {len(paths) - 1} other cop{'y' if len(paths) == 2 else 'ies'}" if len(paths) > 1 else "") + ")" if paths else ""
         culprits = d.get("culprits") or []
-        ev = {"step": step, "path": paths[0] if paths else None, "paths": paths, "command": d.get("command"),
+        ev = {"step": step, "path": paths[0] if paths else None, "paths": paths, "program": d.get("program"),
+              "command": d.get("command"),
               "culprits": culprits, "verified": d.get("verified"), "reruns": d.get("reruns"),
               "seconds": d.get("seconds"), "clean_base": d.get("base"), "stopped": d.get("stopped")}
         ev = {k: v for k, v in ev.items() if v not in (None, [], "")}

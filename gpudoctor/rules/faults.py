@@ -103,6 +103,12 @@ def named_paths(findings: List[Finding]) -> set:
     return out
 
 
+def _shared_program(rec: dict) -> bool:
+    """The record names the interpreter that runs gpudoctor's workers: one path for many different steps, so
+    a finding explains it only when it names the step's command too (one crash explained hides no other)."""
+    return bool(rec.get("command")) and rec["command"].startswith(rec["path"] + " -m gpudoctor.process.worker")
+
+
 def unreported_problems(facts, findings: List[Finding], os_family: str) -> List[Finding]:
     """A generic finding for every recorded problem that no warn/fail finding names (by path), one per
     (path, kind), in probe order."""
@@ -110,8 +116,9 @@ def unreported_problems(facts, findings: List[Finding], os_family: str) -> List[
     out, seen = [], set()
     for probe, probe_facts in facts.items():
         for rec in P.walk(probe_facts):
-            key = (rec["path"], rec["kind"])
-            if key in seen or rec["path"] in named:
+            key = (rec["path"], rec["kind"], rec.get("command") if _shared_program(rec) else None)
+            explained = rec["path"] in named and (not _shared_program(rec) or rec.get("command") in named)
+            if key in seen or explained:
                 continue
             seen.add(key)
             out.append(finding_for(rec, AREA.get(probe, probe), os_family))
