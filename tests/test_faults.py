@@ -358,3 +358,21 @@ def test_library_that_does_not_load_is_reported(tmp_path):
     assert {"library.damaged", "library.load_failed"} & set(ids(found)), [f["title"] for f in report["findings"]]
     assert any("ELF" in f["title"] for f in found)
     assert any(f["severity"] == "fail" for f in found)
+
+
+def test_one_explained_worker_crash_hides_no_other_worker_crash():
+    """gpudoctor's workers share one interpreter path: a finding that explains the nvml worker's crash (it names
+    the interpreter and that command) must not hide the cuda worker's crash, which it does not name."""
+    from gpudoctor.findings import Finding, Severity
+    from gpudoctor.rules.faults import unreported_problems
+
+    py = "/opt/venv/bin/python3"
+    nvml = {"path": py, "kind": "signal", "what": "python3 was killed by SIGBUS", "command": f"{py} -m gpudoctor.process.worker nvml"}
+    cuda = {"path": py, "kind": "signal", "what": "python3 was killed by SIGSEGV", "command": f"{py} -m gpudoctor.process.worker cuda"}
+    facts = {"driver": {"nvml": {"problems": [nvml]}}, "cuda": {"api": {"problems": [cuda]}}}
+    explained = Finding("library.damaged", Severity.FAIL, "driver", "libnvidia-ml.so.1 ... is cut short",
+                        evidence={"crashed": [{"path": py, "command": nvml["command"]}]})
+    left = unreported_problems(facts, [explained], "debian")
+    assert [f.evidence.get("command") for f in left] == [cuda["command"]], [f.title for f in left]
+    assert unreported_problems(facts, [explained, Finding("x.y", Severity.FAIL, "cuda", "t", evidence={
+        "path": py, "command": cuda["command"]})], "debian") == []
