@@ -107,3 +107,8 @@ def driver_535_userspace():
     need(bool(glob.glob("/usr/lib/x86_64-linux-gnu/nvidia/current/libcuda.so.535*")), "libcuda1 (driver 535)")
     if os.path.exists("/proc/driver/nvidia/version"):
         pytest.skip("a real NVIDIA kernel module is loaded here: the 'not loaded' state cannot be reproduced")
+
+
+def rule_context(os_platform: dict = None) -> RuleContext:
+    """A RuleContext with the shipped matrix (for calling one rule directly)."""
+    return RuleContext(matrix=load_matrix(), os=OsFlavor.from_platform(os_platform or {}))

@@ -284,3 +284,40 @@ def test_a_library_that_fails_to_load_on_a_foreign_libgcc_names_the_ld_library_p
     assert f.severity.value == "fail" and "LD_LIBRARY_PATH" in f.title and f.title.endswith(": verified"), f.title
     assert ask_libraries(ProbeContext(env=dict(os.environ), smoke=False, timeout=20.0), [cudart])[cudart].get(
         "load_error") is None  # and without the entry it loads: nothing to explain
+
+
+def test_a_verified_environment_cause_outranks_the_reading_of_the_smoke_binarys_words():
+    """The H100 run's foreign_cuda_lib state: the smoke binary said 'CUDA driver version is insufficient for CUDA
+    runtime version' because an LD_LIBRARY_PATH entry's libcuda.so.1 was another library; the differential
+    verified the entry. The smoke finding names the entry, not an old driver (the reading stays evidence)."""
+    from gpudoctor.rules.smoke import nvcc_smoke
+
+    entry = "/tmp/job/lib"
+    build = {"nvcc": NVCC13 or "/usr/local/cuda/bin/nvcc", "release": "13.0", "arch": "sm_90", "compile_ok": True,
+             "command": "nvcc vector_add.cu -o smoke -arch sm_90",
+             "run": {"ok": False, "returncode": 1, "output": "GPUDOCTOR_SMOKE_FAIL cudaMalloc(&da, n * sizeof(float)): CUDA "
+                     "driver version is insufficient for CUDA runtime version (cudaErrorInsufficientDriver)",
+                     "differential": {"clean_base_passes": True, "verified": True,
+                                      "culprits": [{"var": "LD_LIBRARY_PATH", "entry": entry}]}}}
+    (f,) = nvcc_smoke(Facts({"smoke_nvcc": {"builds": [build]}}), rule_ctx())
+    assert f.severity.value == "fail" and f"fails only because of the LD_LIBRARY_PATH entry {entry}" in f.title, f.title
+    assert "driver" not in f.title.split("failed", 1)[1], f.title
+
+
+def test_cudnn_that_fails_to_load_only_in_this_environment_is_not_blamed():
+    """The H100 run's foreign_libgcc state: cuDNN 9.14 failed its version child with the loader's "libgcc_s.so.1:
+    version `GCC_3.0' not found"; its load's differential verified an LD_LIBRARY_PATH entry. cudnn.broken names
+    the entry, and offers no reinstall of cuDNN; environment.breaks_step carries the verified fix."""
+    from gpudoctor.rules.libraries import cudnn_mismatch as cudnn_rules
+
+    entry, lib = "/tmp/job/toolchain/lib", "/usr/lib/x86_64-linux-gnu/libcudnn.so.9.14.0"
+    err = f"{entry}/libgcc_s.so.1: version `GCC_3.0' not found (required by {lib})"
+    diff = {"step": f"loading libcudnn.so.9.14.0 ({lib})", "paths": [lib], "clean_base_passes": True, "verified": True,
+            "culprits": [{"var": "LD_LIBRARY_PATH", "entry": entry}], "fix": {"set": {"LD_LIBRARY_PATH": "/usr/local/cuda/lib64"}}}
+    facts = Facts({"cudnn": {"libraries": [{"path": lib, "realpath": lib, "version": "9.14.0", "origin": "ldconfig",
+                                            "api": {"load_error": err, "differential": diff}}]},
+                   "cuda": {}, "frameworks": {}})
+    (f,) = [x for x in cudnn_rules(facts, rule_ctx()) if x.id == "cudnn.broken"]
+    assert f"fails only because of the LD_LIBRARY_PATH entry {entry}" in f.title and not f.fixes, f.title
+    (g,) = environment_breaks_step(facts, rule_ctx())
+    assert g.title.endswith(": verified") and g.fixes[0].commands == ("export LD_LIBRARY_PATH=/usr/local/cuda/lib64",)

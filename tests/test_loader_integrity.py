@@ -440,3 +440,22 @@ def test_the_differentials_culprit_for_a_crash_a_damaged_file_explains_is_that_f
         pytest.skip("no probe reran a failed step in a clean environment here")
     assert all(damaged_explains(facts, d["culprits"]) for d in diffs), [d["culprits"] for d in diffs]
     assert not damaged_explains(facts, [{"var": "CUDA_VISIBLE_DEVICES", "value": "0"}])
+
+
+def test_a_damaged_pick_only_gpudoctors_workers_would_load_and_ran_past_is_a_warning():
+    """The H100 run's state: empty libnvrtc-builtins.so.13.0 first on LD_LIBRARY_PATH; the NVRTC worker's loader
+    found the wheel's own copy (CuPy's NVRTC compile worked, ground truth), so no step crashed or quoted the file.
+    The pick is shown (warn), never a failure; the same pick that a plain dlopen by name gets stays a failure."""
+    from gpudoctor.rules import Facts
+    from gpudoctor.rules.loader import loader_integrity
+    from conftest import rule_context
+
+    empty = {"path": "/tmp/x/empty/libnvrtc-builtins.so.13.0", "realpath": "/tmp/x/empty/libnvrtc-builtins.so.13.0",
+             "via": "LD_LIBRARY_PATH", "entry": "/tmp/x/empty", "soname": "libnvrtc-builtins.so.13.0",
+             "loaded_by": ["worker nvrtc-smoke"], "file": {"size": 0, "kind": "empty"}}
+    loader = {"process": {"elf_class": 64, "machine": "x86-64"}, "libraries": [empty], "copies": []}
+    (f,) = loader_integrity(Facts({"loader": loader, "smoke_nvrtc": {"compiled": True}}), rule_context())
+    assert f.severity.value == "warn" and "ran without loading it" in f.title, f.title
+    by_name = dict(empty, loaded_by=["programs that dlopen it by name"])
+    (f,) = loader_integrity(Facts({"loader": dict(loader, libraries=[by_name])}), rule_context())
+    assert f.severity.value == "fail", f.title

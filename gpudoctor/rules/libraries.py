@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import re
 
+from gpudoctor.rules.differential import verified_cause
 from gpudoctor.findings import Finding, Fix, Severity
 from gpudoctor.rules._util import major_minor
 from gpudoctor.rules.driver import stub_picks
@@ -81,7 +82,14 @@ def cudnn_mismatch(facts, ctx):
         majors.setdefault(int(str(torch["cuda"]).split(".")[0]), []).append(f"torch {torch.get('version')}")
     for lib in libs:
         err = (lib.get("api") or {}).get("load_error")
-        if err:
+        env_cause = verified_cause((lib.get("api") or {}).get("differential"))
+        if err and env_cause:  # cuDNN is fine: something in this shell's environment breaks its load
+            out.append(Finding(
+                "cudnn.broken", Severity.FAIL, "cudnn",
+                f"cuDNN {lib.get('version') or ''} at {lib['realpath']} {env_cause}: {err}".replace("  ", " "),
+                evidence={"library": lib["realpath"], "package": lib.get("package"), "error": err},
+                doc=CUDNN_DOC))
+        elif err:
             out.append(Finding(
                 "cudnn.broken", Severity.FAIL, "cudnn",
                 f"cuDNN {lib.get('version') or ''} at {lib['realpath']} fails when asked its version: {err}".replace("  ", " "),

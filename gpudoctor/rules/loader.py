@@ -172,7 +172,14 @@ def _damaged(e: dict, lf: dict, records: List[dict], strings: List[tuple], ctx, 
         evidence["errors"] = errors
     # ld.so prints an error for a preload it cannot open and goes on without it; a picked one stops the load.
     ignored_preload = every_process and f.get("kind") != "elf"
-    severity = Severity.FAIL if crashed or (unloadable(f) and picked and not ignored_preload) else Severity.WARN
+    # Only gpudoctor's own workers would load it, and none crashed or quoted it: they ran past it (their loader
+    # found another copy first, e.g. through the loading library's DT_RPATH), so nothing here is shown to fail.
+    loaders = e.get("loaded_by") or []
+    ran_past = bool(loaders) and all(w.startswith("worker ") for w in loaders) and not errors
+    severity = Severity.FAIL if crashed or (unloadable(f) and picked and not ignored_preload and not ran_past) \
+        else Severity.WARN
+    if ran_past and not crashed and picked:
+        title += f" (gpudoctor's {', '.join(w[7:] for w in loaders)} step ran without loading it)"
     return Finding("library.damaged", severity, _area(name), title,
                    evidence={k: v for k, v in evidence.items() if v not in (None, [], "")},
                    fixes=_fixes(e, lf, ctx), detail=_detail(f, picked, every_process))

@@ -109,6 +109,12 @@ def _host_compiler_failed(facts, build):
     return None
 
 
+def _cause(env_cause: str, meaning, fid) -> str:
+    """The title's cause: a verified environment differential (a rerun that differed in one thing and passed)
+    outranks a reading of the failure's words, which then stays in the evidence (``cause``)."""
+    return f": {env_cause}" if env_cause else f": {meaning} (see {fid})" if fid else ""
+
+
 def nvcc_smoke(facts, ctx):
     s = facts["smoke_nvcc"]
     if not s or s.get("skipped"):
@@ -144,7 +150,7 @@ def nvcc_smoke(facts, ctx):
                 fixes = (Fix(f"Verified: the same build succeeds with -ccbin {retry['ccbin']}.", (retry.get("command", ""),)),)
             env_cause = verified_cause(b.get("differential"))
             out.append(Finding("smoke.nvcc", Severity.FAIL, "smoke",
-                               f"{label}: build failed" + (f": {meaning} (see {fid})" if fid else f": {env_cause}" if env_cause else ""),
+                               f"{label}: build failed" + _cause(env_cause, meaning, fid),
                                evidence=dict(ev, first_error=_first_error_line(text), output=text[-1200:],
                                              stderr_tail=tail(text), **_stated(meaning, fid)),
                                fixes=fixes))
@@ -165,8 +171,7 @@ def nvcc_smoke(facts, ctx):
                 meaning, fid = "a resource limit of this shell leaves CUDA no room (not the GPU's memory)", limit
             env_cause = verified_cause(run.get("differential"))
             out.append(Finding("smoke.nvcc", Severity.FAIL, "smoke",
-                               f"{label}: built, but the program failed" + (f": {meaning} (see {fid})" if fid
-                                                                            else f": {env_cause}" if env_cause else ""),
+                               f"{label}: built, but the program failed" + _cause(env_cause, meaning, fid),
                                evidence=dict(ev, output=text[-800:], returncode=run.get("returncode"), stderr_tail=tail(text),
                                              **_stated(meaning, fid))))
     return out
