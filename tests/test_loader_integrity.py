@@ -459,3 +459,24 @@ def test_a_damaged_pick_only_gpudoctors_workers_would_load_and_ran_past_is_a_war
     by_name = dict(empty, loaded_by=["programs that dlopen it by name"])
     (f,) = loader_integrity(Facts({"loader": dict(loader, libraries=[by_name])}), rule_context())
     assert f.severity.value == "fail", f.title
+
+
+def test_another_library_saved_under_libcudas_name_is_named_by_its_soname(tmp_path):
+    """The real driver-535 libnvidia-ml.so.1 copied as libcuda.so.1 into a directory first on LD_LIBRARY_PATH (a
+    hand-made 'fix'): ground truth, the real loader opens it and cuInit is not there; the report names the file
+    and what it really is, from its own DT_SONAME."""
+    import ctypes
+
+    fake = tmp_path / "vendor" / "libcuda.so.1"
+    fake.parent.mkdir()
+    shutil.copy(os.path.realpath(NVML), fake)
+    env = dict(os.environ, LD_LIBRARY_PATH=str(fake.parent))
+    real = subprocess.run([sys.executable, "-c", "import ctypes; ctypes.CDLL('libcuda.so.1').cuInit"], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert real.returncode != 0 and "cuInit" in real.stderr  # undefined symbol: the name hides another library
+    report = check(tmp_path, {"LD_LIBRARY_PATH": str(fake.parent)})
+    hits = [f for f in report["findings"] if f["id"] == "library.misnamed" and f["evidence"]["path"] == str(fake)]
+    assert hits and hits[0]["severity"] == "fail", [f["title"] for f in report["findings"]]
+    assert "is libnvidia-ml.so.1 (its DT_SONAME), not libcuda.so.1" in hits[0]["title"]
+    assert any(c.startswith("unset LD_LIBRARY_PATH") or c.startswith("export LD_LIBRARY_PATH")
+               for fx in hits[0]["fixes"] for c in fx["commands"])

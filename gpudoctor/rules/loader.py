@@ -84,7 +84,7 @@ def loader_integrity(facts, ctx) -> List[Finding]:
     if not lf:
         return []
     process = lf.get("process") or {}
-    out = _wrong_arch(lf, process, ctx)
+    out = _wrong_arch(lf, process, ctx) + _misnamed(lf, ctx)
     if not any(damaged(e.get("file") or {}) for key in ("preload", "libraries", "copies") for e in lf.get(key) or []):
         return out  # a healthy machine: the other probes' facts are never walked
     records = list(_records(facts))
@@ -98,6 +98,34 @@ def loader_integrity(facts, ctx) -> List[Finding]:
     for e in lf.get("copies") or []:
         if damaged(e["file"]):
             out.append(_damaged(e, lf, records, strings, ctx))
+    return out
+
+
+def _stem(soname: str) -> tuple:
+    """("libcuda", "1") from "libcuda.so.1": the library and its interface version."""
+    name, _, version = soname.partition(".so")
+    return name, version.lstrip(".").split(".")[0]
+
+
+def _misnamed(lf: dict, ctx) -> List[Finding]:
+    """``library.misnamed``: the file the loader picks for a soname is a whole ELF library whose own DT_SONAME is
+    another library or another major (a copy or symlink made by hand: libnvidia-ml.so.1 saved as libcuda.so.1, a
+    CUDA 12 libcudart renamed libcudart.so.13). Programs load it and fail on missing symbols or versions."""
+    out = []
+    for e in lf.get("libraries") or []:
+        f, asked = e.get("file") or {}, e.get("soname") or ""
+        own = f.get("soname")
+        if f.get("kind") != "elf" or damaged(f) or not own or not asked.count(".so.") or _stem(own) == _stem(asked):
+            continue
+        how = _how_picked(e) if "via" in e else f"found at {e['path']}"
+        out.append(Finding(
+            "library.misnamed", Severity.FAIL, _area(asked),
+            f"{asked} {how} is {own} (its DT_SONAME), not {asked}",
+            evidence={"path": e["path"], "realpath": e.get("realpath"), "asked_for": asked, "its_soname": own,
+                      "via": e.get("via"), "entry": e.get("entry"), "loaded_by": e.get("loaded_by")},
+            fixes=_fixes(e, lf, ctx),
+            detail="A program that asks for this name gets another library: calls fail with missing symbols or "
+                   "version errors that name neither file."))
     return out
 
 
