@@ -321,3 +321,27 @@ def test_cudnn_that_fails_to_load_only_in_this_environment_is_not_blamed():
     assert f"fails only because of the LD_LIBRARY_PATH entry {entry}" in f.title and not f.fixes, f.title
     (g,) = environment_breaks_step(facts, rule_ctx())
     assert g.title.endswith(": verified") and g.fixes[0].commands == ("export LD_LIBRARY_PATH=/usr/local/cuda/lib64",)
+
+
+def test_a_differential_that_cannot_start_its_threads_says_so_and_costs_the_step_nothing(tmp_path):
+    """The H100 run's soft_as state (ulimit -Sv 4 GiB): the differential's threads could not start, and the
+    RuntimeError had cost the cuda probe all its facts. Real: a child whose address space leaves room for almost
+    no thread stack runs a differential; it returns facts that say why it stopped, never raises."""
+    import subprocess
+    import sys
+
+    code = r'''
+import json, os, resource, sys
+sys.path.insert(0, os.environ["ROOT"])
+from gpudoctor.process import differential as D
+vm = int(next(l for l in open("/proc/self/status") if l.startswith("VmSize:")).split()[1]) * 1024
+resource.setrlimit(resource.RLIMIT_AS, (vm + (6 << 20), resource.RLIM_INFINITY))
+env = dict({f"V{i}": str(i) for i in range(12)}, X="1")
+out = D.explain_failure(lambda e: e.get("X") != "1", env, label="a FAKE step", max_seconds=5)
+print(json.dumps(out))
+'''
+    r = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, ROOT=os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))), capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr[-2000:]
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["clean_base_passes"] is None and "could not rerun the step" in out["stopped"], out

@@ -56,6 +56,9 @@ BASE_KEPT = {
 
 #: Parts the candidates of one round are split into (each part and its complement are rerun at once).
 CHUNKS = 8
+#: Reruns at once, whatever the core count (each is a process and a thread here: a shell limit on memory or
+#: threads must leave room for them, and 16 nvcc builds at once cost more than they save).
+MAX_WORKERS = 8
 #: Ceiling of one differential (seconds) outside a check; in a check, half of what is left of its budget
 #: (`--timeout 30`: ~13 s; `--timeout 120` on a slow machine: ~55 s), so the rest of the check keeps its time.
 MAX_SECONDS = 15.0
@@ -381,6 +384,18 @@ def _ddmin(run: _Runner, candidates: List[Delta], chunks: int, prior: Sequence[D
 def explain_failure(step: Callable[[Mapping[str, str]], Optional[bool]], env: Mapping[str, str], label: str,
                     paths: Sequence[str] = (), command: Optional[str] = None, max_seconds: Optional[float] = None,
                     max_reruns: int = MAX_RERUNS, chunks: Optional[int] = None, workers: Optional[int] = None) -> dict:
+    """See :func:`_explain_failure`. The differential is an extra: when this process cannot run it (a shell
+    limit that leaves no room for its threads or children: "can't start new thread", EAGAIN, ENOMEM), it says
+    so in its facts and the step's own facts stay whole."""
+    try:
+        return _explain_failure(step, env, label, paths, command, max_seconds, max_reruns, chunks, workers)
+    except (RuntimeError, OSError, MemoryError) as exc:
+        return {"step": label, "paths": [p for p in paths if p], "command": command, "clean_base_passes": None,
+                "culprits": [], "verified": None, "stopped": f"could not rerun the step: {exc}"[:300]}
+
+
+def _explain_failure(step, env, label, paths=(), command=None, max_seconds=None, max_reruns=MAX_RERUNS,
+                     chunks=None, workers=None) -> dict:
     """Rerun a step that failed in ``env`` (F) in the clean base, and if it passes there, find and verify
     the deltas that make it fail. Call it only after the step failed (and not for a timeout: each rerun
     would cost the same wait). Returns JSON-able facts::
@@ -395,7 +410,7 @@ def explain_failure(step: Callable[[Mapping[str, str]], Optional[bool]], env: Ma
     (parts per round) to half of it, at most :data:`CHUNKS`."""
     env = dict(env)
     base = clean_base(env)
-    workers = workers or max(2, os.cpu_count() or 2)
+    workers = workers or min(MAX_WORKERS, max(2, os.cpu_count() or 2))
     # k parts and their k complements run at once: k = half the workers (2 on a 2-core machine: bisection)
     chunks = chunks or min(CHUNKS, max(2, workers // 2))
     if max_seconds is None:
