@@ -187,8 +187,11 @@ def ask_libraries(ctx, paths) -> dict:
     if not paths:
         return {}
     _asked_libraries.update(paths)
-    with ThreadPoolExecutor(max_workers=min(8, len(paths))) as pool:
-        answers = list(pool.map(lambda p: run_worker(ctx, "libversions", p), paths))
+    try:
+        with ThreadPoolExecutor(max_workers=min(8, len(paths))) as pool:
+            answers = list(pool.map(lambda p: run_worker(ctx, "libversions", p), paths))
+    except RuntimeError:  # no thread can start (a shell limit on memory or tasks): ask one after the other
+        answers = [run_worker(ctx, "libversions", p) for p in paths]
     out = {}
     for p, a in zip(paths, answers):
         out[p] = a.get(p) if p in a else {"load_error": a.get("worker_error", "no answer")}
