@@ -480,3 +480,19 @@ def test_another_library_saved_under_libcudas_name_is_named_by_its_soname(tmp_pa
     assert "is libnvidia-ml.so.1 (its DT_SONAME), not libcuda.so.1" in hits[0]["title"]
     assert any(c.startswith("unset LD_LIBRARY_PATH") or c.startswith("export LD_LIBRARY_PATH")
                for fx in hits[0]["fixes"] for c in fx["commands"])
+
+
+def test_a_title_that_names_a_verified_environment_cause_points_at_the_finding_that_says_it():
+    """The H100 run's ldscript_libcuda state: the smoke binary's run failed only because of an LD_LIBRARY_PATH
+    entry whose libcuda.so.1 is a linker script; environment.breaks_step defers to library.damaged there, so the
+    smoke title must point at library.damaged, not at a finding the report does not hold."""
+    from gpudoctor.rules import Facts
+    from gpudoctor.rules.differential import verified_cause
+
+    entry = "/tmp/x/script"
+    script = {"path": f"{entry}/libcuda.so.1", "realpath": f"{entry}/libcuda.so.1", "via": "LD_LIBRARY_PATH", "entry": entry,
+              "soname": "libcuda.so.1", "loaded_by": ["worker cuda"], "file": {"size": 60, "kind": "linker_script"}}
+    facts = Facts({"loader": {"process": {"elf_class": 64, "machine": "x86-64"}, "libraries": [script], "copies": []}})
+    diff = {"verified": True, "clean_base_passes": True, "culprits": [{"var": "LD_LIBRARY_PATH", "value": entry}]}
+    assert verified_cause(diff, facts).endswith("(see library.damaged)")
+    assert verified_cause(diff, Facts({})).endswith("(see environment.breaks_step)")

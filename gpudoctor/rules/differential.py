@@ -53,12 +53,15 @@ def _shown(c: dict) -> str:
     return f"{c['var']}={c['value']}"
 
 
-def verified_cause(differential) -> str:
+def verified_cause(differential, facts=None) -> str:
     """"fails only because of X=... (see environment.breaks_step)" for a verified differential, else ""
-    (other rules' titles use it, so a tool is not blamed for what the environment did)."""
+    (other rules' titles use it, so a tool is not blamed for what the environment did). With ``facts``, a
+    cause that only puts a damaged file in the loader's way points at library.damaged, which says it."""
     if not isinstance(differential, dict) or not differential.get("verified") or not differential.get("culprits"):
         return ""
-    return f"fails only because of {', '.join(_shown(c) for c in differential['culprits'])} (see environment.breaks_step)"
+    see = "library.damaged" if facts is not None and damaged_explains(facts, differential["culprits"]) \
+        else "environment.breaks_step"
+    return f"fails only because of {', '.join(_shown(c) for c in differential['culprits'])} (see {see})"
 
 
 def _cap(step: str) -> str:

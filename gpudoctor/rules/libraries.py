@@ -82,7 +82,7 @@ def cudnn_mismatch(facts, ctx):
         majors.setdefault(int(str(torch["cuda"]).split(".")[0]), []).append(f"torch {torch.get('version')}")
     for lib in libs:
         err = (lib.get("api") or {}).get("load_error")
-        env_cause = verified_cause((lib.get("api") or {}).get("differential"))
+        env_cause = verified_cause((lib.get("api") or {}).get("differential"), facts)
         if err and env_cause:  # cuDNN is fine: something in this shell's environment breaks its load
             out.append(Finding(
                 "cudnn.broken", Severity.FAIL, "cudnn",

@@ -148,7 +148,7 @@ def nvcc_smoke(facts, ctx):
             fixes = ()
             if retry.get("compile_ok"):
                 fixes = (Fix(f"Verified: the same build succeeds with -ccbin {retry['ccbin']}.", (retry.get("command", ""),)),)
-            env_cause = verified_cause(b.get("differential"))
+            env_cause = verified_cause(b.get("differential"), facts)
             out.append(Finding("smoke.nvcc", Severity.FAIL, "smoke",
                                f"{label}: build failed" + _cause(env_cause, meaning, fid),
                                evidence=dict(ev, first_error=_first_error_line(text), output=text[-1200:],
@@ -169,7 +169,7 @@ def nvcc_smoke(facts, ctx):
             limit = None if fid else limit_explains(facts)  # this check's own CUDA steps failed under a process limit
             if limit and re.search(r"out of memory|MemoryAllocation|OUT_OF_MEMORY", text):
                 meaning, fid = "a resource limit of this shell leaves CUDA no room (not the GPU's memory)", limit
-            env_cause = verified_cause(run.get("differential"))
+            env_cause = verified_cause(run.get("differential"), facts)
             out.append(Finding("smoke.nvcc", Severity.FAIL, "smoke",
                                f"{label}: built, but the program failed" + _cause(env_cause, meaning, fid),
                                evidence=dict(ev, output=text[-800:], returncode=run.get("returncode"), stderr_tail=tail(text),

@@ -208,7 +208,7 @@ def toolkit_broken(facts, ctx):
             first = on_path and t.get("nvcc") == on_path
             where = "first on PATH" if first else f"found via {t.get('found_via')}"
             ptxas = (t.get("ptxas") or {}).get("path")
-            env_cause = verified_cause(t.get("differential"))
+            env_cause = verified_cause(t.get("differential"), facts)
             if rec["path"] == t.get("nvcc") and env_cause:  # nvcc is fine: the environment broke it
                 title = f"nvcc {where} ({t['nvcc']}) {env_cause}"
             elif rec["path"] == t.get("nvcc"):
