@@ -16,6 +16,7 @@ from importlib import metadata
 from pathlib import Path
 
 from gpudoctor.probes import dists
+from gpudoctor.probes import facts_frameworks as typed
 from gpudoctor.process.problems import read_text
 
 _CTX: ContextVar = ContextVar("frameworks_ctx", default=None)  # the check's context, for the distribution scan
@@ -63,15 +64,6 @@ def _requires(dist_name: str) -> list:
         return metadata.PathDistribution(Path(where)).requires or []
     except (OSError, ValueError):
         return []
-
-
-def _cuda_major_from(names) -> dict:
-    out = {}
-    for n in names:
-        m = re.search(r"cuda[-_]?(\d{2})|cu(\d{2,3})x?$", n)
-        if m:
-            out[n] = int((m.group(1) or m.group(2))[:2])
-    return out
 
 
 def _torch(include_archs: bool, problems=None, cache=None) -> dict:
@@ -163,42 +155,60 @@ def _declared_archs(items) -> dict:
 
 def probe(ctx) -> dict:
     """``{"torch": {...}|None, "tensorflow": {...}|None, "onnxruntime": {...}|None, "jax": {...}|None,
-    "cupy": {...}|None}``; each holds version, the CUDA (and cuDNN) it was built for, and where known,
-    its SASS/PTX targets."""
+    "cupy": {...}|None, "problems": [...]}``; each holds version, the CUDA (and cuDNN) it was built for, and
+    where known, its SASS/PTX targets. Versions go through :class:`gpudoctor.probes.facts_frameworks.FrameworksFacts`:
+    an implausible one is None there and a problem record naming the file that said it."""
     from gpudoctor.process.cache import Cache
 
     _CTX.set(ctx)
     problems: list = []
     cache = Cache("fatbin-scan", enabled=getattr(ctx, "cache", True), env=ctx.env)
-    out = {"torch": _torch(include_archs=True, problems=problems, cache=cache), "tensorflow": None, "onnxruntime": None,
-           "jax": None, "cupy": None, "problems": problems}
-    tf = _module_dir("tensorflow")
-    if tf:
-        bi = read_assignments(os.path.join(tf, "python", "platform", "build_info.py"), problems)
-        out["tensorflow"] = {"path": tf, "version": _dist_version("tensorflow", "tensorflow-cpu", "tf-nightly")[1],
-                             "is_cuda_build": bi.get("is_cuda_build"), "cuda": bi.get("cuda_version"),
-                             "cudnn": bi.get("cudnn_version"),
-                             "archs": _declared_archs(bi.get("cuda_compute_capabilities"))
-                             if bi.get("cuda_compute_capabilities") else None}
+    where = lambda name: dists.path(ctx, name)  # noqa: E731 (a distribution's metadata: what answered its version)
+    torch = _torch(include_archs=True, problems=problems, cache=cache)
+    out = typed.FrameworksFacts(None, None, None, None, None, problems)
+    if torch:
+        vpy = os.path.join(torch["path"], "version.py")
+        out.torch = typed.BuiltFramework.parse("torch", torch, _origin(vpy, "torch/version.py", problems),
+                                            "torch/version.py __version__", "torch/version.py cuda")
+    tfd = _module_dir("tensorflow")
+    if tfd:
+        bip = os.path.join(tfd, "python", "platform", "build_info.py")
+        bi = read_assignments(bip, problems)
+        dist, ver = _dist_version("tensorflow", "tensorflow-cpu", "tf-nightly")
+        raw = {"path": tfd, "version": ver, "is_cuda_build": bi.get("is_cuda_build"), "cuda": bi.get("cuda_version"),
+               "cudnn": bi.get("cudnn_version"),
+               "archs": _declared_archs(bi.get("cuda_compute_capabilities")) if bi.get("cuda_compute_capabilities") else None}
+        out.tensorflow = typed.BuiltFramework.parse("tensorflow", raw, _origin(bip, "tensorflow build_info.py", problems),
+                                                 f"{dist} distribution version", "build_info.py cuda_version",
+                                                 version_path=where(dist) if dist else None)
     ort = _module_dir("onnxruntime")
     if ort:
-        info = read_assignments(os.path.join(ort, "capi", "build_and_package_info.py"), problems)
+        infop = os.path.join(ort, "capi", "build_and_package_info.py")
+        info = read_assignments(infop, problems)
         dist, ver = _dist_version("onnxruntime-gpu", "onnxruntime")
-        out["onnxruntime"] = {"path": ort, "distribution": dist, "version": ver or info.get("__version__"),
-                              "cuda": info.get("cuda_version"), "cudnn": info.get("cudnn_version"),
-                              "archs": _package_archs(dist, cache=cache) if dist == "onnxruntime-gpu" else None}
+        raw = {"path": ort, "distribution": dist, "version": ver or info.get("__version__"),
+               "cuda": info.get("cuda_version"), "cudnn": info.get("cudnn_version"),
+               "archs": _package_archs(dist, cache=cache) if dist == "onnxruntime-gpu" else None}
+        out.onnxruntime = typed.BuiltFramework.parse(
+            "onnxruntime", raw, _origin(infop, "onnxruntime build_and_package_info.py", problems),
+            f"{dist} distribution version" if ver else "build_and_package_info.py __version__",
+            "build_and_package_info.py cuda_version", version_path=where(dist) if ver else None)
     if _module_dir("jax") or _module_dir("jaxlib"):
         plugins = [n for n in ("jax-cuda13-plugin", "jax-cuda12-plugin", "jax-cuda13-pjrt", "jax-cuda12-pjrt", "jaxlib")
                    if _dist_version(n)[1]]
-        out["jax"] = {"version": _dist_version("jax")[1], "jaxlib": _dist_version("jaxlib")[1],
-                      "plugins": {p: _dist_version(p)[1] for p in plugins},
-                      "cuda_majors": sorted(set(_cuda_major_from(plugins).values())),
-                      "archs": next((a for a in (_package_archs(p, cache=cache) for p in plugins if "plugin" in p or "pjrt" in p)
-                                     if "error" not in a), None)}
+        raw = {"version": _dist_version("jax")[1], "jaxlib": _dist_version("jaxlib")[1],
+               "plugins": {p: _dist_version(p)[1] for p in plugins}, "cuda_majors": None,
+               "archs": next((a for a in (_package_archs(p, cache=cache) for p in plugins if "plugin" in p or "pjrt" in p)
+                              if "error" not in a), None)}
+        out.jax = typed.JaxFacts.parse(raw, _origin(None, "the JAX distributions' metadata", problems), where)
     installed = dists.installed(ctx)
     cupy_names = [d["name"] for n, d in installed.items() if n.startswith("cupy")]
     if cupy_names:
-        majors = _cuda_major_from([n.lower() for n in cupy_names])
-        out["cupy"] = {"distributions": {n: installed[dists.normalize(n)]["version"] for n in cupy_names},
-                       "cuda_majors": sorted(set(majors.values()))}
-    return out
+        raw = {"distributions": {n: installed[dists.normalize(n)]["version"] for n in cupy_names}, "cuda_majors": None}
+        out.cupy = typed.CupyFacts.parse(raw, _origin(None, "the CuPy distributions' metadata", problems), where)
+    return out.to_dict()
+
+
+def _origin(path, via: str, problems: list) -> typed.Origin:
+    """Rejections land in the probe's own problem list (beside unreadable files)."""
+    return typed.Origin(path, via, problems)

@@ -2,13 +2,14 @@
 variables name (InfiniBand HCAs, network interfaces), and the shared memory it needs (``/dev/shm``).
 
 Facts only; :mod:`gpudoctor.rules.multigpu` judges them. NCCL's version is asked of each library in a
-child (``ncclGetVersion``), so a library that crashes on load is a recorded problem, not a crash.
+child (``ncclGetVersion``), so a library that crashes on load is a recorded problem, not a crash; its answer
+and the file name's version are validated (:class:`gpudoctor.probes.facts_frameworks.NcclFacts`).
 """
 from __future__ import annotations
 
 import os
 
-from gpudoctor.formats.nccl_env import nccl_version_from_int
+from gpudoctor.probes import facts_frameworks as typed
 from gpudoctor.probes._worker import ask_libraries
 from gpudoctor.probes.libfind import index_for
 
@@ -49,10 +50,9 @@ def probe(ctx, sys_class: str = SYS_CLASS) -> dict:
     for c in copies:
         info = c.to_dict()
         info["api"] = api.get(c.realpath) or {}
-        code = info["api"].get("ncclGetVersion")
-        info["api_version"] = nccl_version_from_int(code) if code else None
+        info["api_version"] = None  # ncclGetVersion's int as 2.x.y, validated by NcclLibrary
         libs.append(info)
-    return {
+    raw = {
         "libraries": libs,
         "loader_pick": idx.loader_pick("libnccl.so.2"),
         "vars": {k: v for k, v in sorted(ctx.env.items()) if k.startswith("NCCL_")},
@@ -61,3 +61,4 @@ def probe(ctx, sys_class: str = SYS_CLASS) -> dict:
         "shm": shm_size(),
         "problems": problems,
     }
+    return typed.NcclFacts.parse(raw, typed.Origin(None, "the nccl probe's library worker")).to_dict()

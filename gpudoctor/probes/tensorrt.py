@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 
+from gpudoctor.probes import facts_frameworks as typed
 from gpudoctor.probes.libfind import index_for
 from gpudoctor.process.subproc import run
 
@@ -43,7 +44,12 @@ def _distributions(ctx=None) -> dict:
 
 def probe(ctx) -> dict:
     """``{"modules": [{name, path, version, import_ok, import_error}], "distributions": {name: version},
-    "libnvinfer": [copies], "libnvinfer_loaded": {soname: path}, "trtexec": path|None}``."""
+    "libnvinfer": [copies], "libnvinfer_loaded": {soname: path}, "trtexec": path|None}``, through
+    :class:`gpudoctor.probes.facts_frameworks.TensorRTFacts`: an implausible version is None there and a
+    problem record (``"problems"``, only then) naming the file or module that said it."""
+    from gpudoctor.probes import dists
+
+    origin = typed.Origin(None, "the tensorrt probe")
     modules = []
     for name in MODULES:
         try:
@@ -55,23 +61,23 @@ def probe(ctx) -> dict:
         kind, can = RUNTIME_KINDS.get(name, ("full", ""))
         entry = {"name": name, "path": os.path.dirname(spec.origin), "version": _static_version(spec.origin),
                  "runtime": kind, "can": can}
+        call, said_by = f"{name}/__init__.py __version__", spec.origin
         res = run([ctx.python, "-c", _IMPORT, name], timeout=ctx.timeout, env=ctx.env)
         entry["import_ok"] = res.ok
         printed = res.stdout.strip().splitlines()[-1] if res.ok and res.stdout.strip() else ""
         if entry["version"] is None and printed not in ("", "?"):
             entry["version"] = printed  # set at import time (not a literal in __init__.py)
+            call, said_by = f"import {name}; {name}.__version__", entry["path"]
         lines = [l for l in res.stderr.strip().splitlines() if l.strip()]
         entry["import_error"] = None if res.ok else (res.error or (lines[-1] if lines else f"exit {res.returncode}"))
-        modules.append(entry)
+        modules.append(typed.TensorRTModule.parse(entry, origin, call, said_by))
     idx = index_for(ctx)
     copies = idx.copies("libnvinfer")
-    majors = sorted({(c.version or "").split(".")[0] for c in copies if c.version})
     trtexec = shutil.which("trtexec", path=ctx.env.get("PATH", "")) or (
         "/usr/src/tensorrt/bin/trtexec" if os.path.isfile("/usr/src/tensorrt/bin/trtexec") else None)
-    return {
-        "modules": modules,
-        "distributions": _distributions(ctx),
-        "libnvinfer": [c.to_dict() for c in copies],
-        "libnvinfer_loaded": {f"libnvinfer.so.{m}": idx.loader_pick(f"libnvinfer.so.{m}") for m in majors if m},
-        "trtexec": trtexec,
-    }
+    facts = typed.TensorRTFacts.parse(
+        {"modules": None, "distributions": _distributions(ctx), "libnvinfer": [c.to_dict() for c in copies],
+         "libnvinfer_loaded": None, "trtexec": trtexec}, modules, origin, lambda n: dists.path(ctx, n))
+    majors = sorted({(c.get("version") or "").split(".")[0] for c in facts.libnvinfer if c.get("version")})
+    facts.raw["libnvinfer_loaded"] = {f"libnvinfer.so.{m}": idx.loader_pick(f"libnvinfer.so.{m}") for m in majors if m}
+    return facts.to_dict()
