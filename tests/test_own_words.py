@@ -189,7 +189,8 @@ def test_the_lean_runtimes_refusal_of_a_10x_plan_is_a_failure_not_a_warning():
     from gpudoctor.rules.engine import engine_plans
 
     name = "onjackay--model-deploy-tutorial--mnist.engine"  # TensorRT 10.0.1.6, not version-compatible
-    need((SHARED / name).is_file(), str(SHARED))
+    if not (SHARED / name).is_file():  # as tests/test_engines_real.py: the engines live beside the checkout
+        pytest.skip(f"{SHARED} (the real engine files) is not here")
     (header_only,) = engine_plans(_engine_facts(SHARED / name, None), None)
     assert header_only.severity == Severity.WARN  # the header alone cannot tell
     answer = _recorded_refusal(name)
@@ -205,7 +206,8 @@ def test_a_runtime_that_could_not_start_leaves_the_verdict_to_the_header():
     from gpudoctor.rules.engine import engine_plans
 
     name = "onjackay--model-deploy-tutorial--mnist.engine"
-    need((SHARED / name).is_file(), str(SHARED))
+    if not (SHARED / name).is_file():
+        pytest.skip(f"{SHARED} (the real engine files) is not here")
     answer = {"module": "tensorrt_lean", "version": "11.4.0.106",
               "error": "the runtime did not start: CUDA initialization failure with error: 100", "messages": []}
     (f,) = engine_plans(_engine_facts(SHARED / name, answer), None)

@@ -109,9 +109,14 @@ def _host_compiler_failed(facts, build):
     return None
 
 
-def _cause(env_cause: str, meaning, fid) -> str:
-    """The title's cause: a verified environment differential (a rerun that differed in one thing and passed)
-    outranks a reading of the failure's words, which then stays in the evidence (``cause``)."""
+def _cause(env_cause: str, meaning, fid, compiler_said: bool = False) -> str:
+    """The title's cause. A compiler's words say what was wrong with the build (a rejected host compiler, another
+    toolkit's ptxas): kept, with the verified environment differential (a rerun that differed in one thing and
+    passed) that says what put it there. A CUDA error code at run time only names the symptom as the runtime saw
+    it ("driver version is insufficient" from a foreign libcuda.so.1): a verified environment cause replaces it,
+    and the reading stays in the evidence (``cause``)."""
+    if env_cause and fid and compiler_said:
+        return f": {meaning} (see {fid}); {env_cause}"
     return f": {env_cause}" if env_cause else f": {meaning} (see {fid})" if fid else ""
 
 
@@ -150,7 +155,7 @@ def nvcc_smoke(facts, ctx):
                 fixes = (Fix(f"Verified: the same build succeeds with -ccbin {retry['ccbin']}.", (retry.get("command", ""),)),)
             env_cause = verified_cause(b.get("differential"), facts)
             out.append(Finding("smoke.nvcc", Severity.FAIL, "smoke",
-                               f"{label}: build failed" + _cause(env_cause, meaning, fid),
+                               f"{label}: build failed" + _cause(env_cause, meaning, fid, compiler_said=True),
                                evidence=dict(ev, first_error=_first_error_line(text), output=text[-1200:],
                                              stderr_tail=tail(text), **_stated(meaning, fid)),
                                fixes=fixes))
