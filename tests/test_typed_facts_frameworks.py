@@ -166,3 +166,11 @@ def test_a_fake_nccl_with_a_plausible_version_keeps_todays_shape(tmp_path):
     assert copy["api_version"] == "2.28.3" and not [r for r in facts["problems"] if r["kind"] == "implausible"]
     assert list(facts) == ["libraries", "loader_pick", "vars", "infiniband_devices", "net_interfaces", "shm", "problems"]
     assert list(copy)[-2:] == ["api", "api_version"]
+
+
+def test_tensorflows_windows_dll_suffix_is_a_cuda_version_not_an_implausible_value():
+    """TensorFlow <= 2.10 on Windows: build_info's cuda_version is the cudart DLL's suffix ('64_112' for
+    cudart64_112.dll, CUDA 11.2): a real value, read as 11.2, never reported as implausible."""
+    from gpudoctor.probes.facts_frameworks import built_for_cuda
+
+    assert built_for_cuda("64_112") == "11.2" and built_for_cuda("64_101") == "10.1" and built_for_cuda("64_80") == "8.0"

@@ -53,6 +53,9 @@ def built_for_cuda(value) -> str:
     unless its major.minor passes :func:`gpudoctor.probes.facts.cuda_version` and the rest is numeric."""
     expected = "a CUDA version (major 1-20, minor 0-9, e.g. 13.0)"
     text = value.strip() if isinstance(value, str) else None
+    m = re.fullmatch(r"64_(\d{1,2})(\d)", text or "")
+    if m:  # TensorFlow <= 2.10 on Windows names the cudart DLL's suffix: '64_112' (cudart64_112.dll) is CUDA 11.2
+        text = f"{int(m.group(1))}.{m.group(2)}"
     parts = text.split(".") if text else []
     if not 2 <= len(parts) <= 3 or not all(p.isdigit() for p in parts):
         raise Implausible(value, expected)
