@@ -157,7 +157,7 @@ def tensorrt_libs(facts, ctx):
     for mod in t.get("modules") or []:
         if mod.get("import_ok"):
             out.append(Finding("tensorrt.ok", Severity.OK, "tensorrt",
-                               f"TensorRT {mod.get('version')} "
+                               f"TensorRT {mod.get('version') or '(version unknown: see probe.implausible_value)'} "
                                + (f"{mod['runtime']} runtime " if mod.get("runtime") in ("lean", "dispatch") else "")
                                + f"imports ({mod['name']})" + (f": {mod['can']}" if mod.get("runtime") in ("lean", "dispatch") else ""),
                                evidence={"path": mod.get("path"), "runtime": mod.get("runtime")}))
