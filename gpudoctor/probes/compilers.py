@@ -9,13 +9,16 @@ import shutil
 from concurrent.futures import ThreadPoolExecutor
 
 from gpudoctor.formats import compilers as compilers_fmt
+from gpudoctor.probes import facts as typed
+from gpudoctor.probes import facts_toolkit as ft
 from gpudoctor.process.subproc import run
 
 _VERSIONED = re.compile(r"^(g\+\+|clang\+\+)-(\d+)(?:\.\d+)?$")
 
 
 def _version(path: str, timeout: float, env=None):
-    """(version, error, problem record): what ``path --version`` says, or why it said nothing usable."""
+    """(version as printed, error, problem record): what ``path --version`` says, or why it said nothing
+    usable; the version is validated by :class:`ft.Compiler`."""
     res = run([path, "--version"], timeout=timeout, env=env)
     text = res.stdout if res.ok else ""
     v = (compilers_fmt.parse_clang_version(text) if "clang" in text.lower() else compilers_fmt.parse_gcc_version(text)) if text else None
@@ -26,18 +29,19 @@ def _version(path: str, timeout: float, env=None):
 
 
 def probe(ctx) -> dict:
-    """``{"default": {name: {path, version, kind, error}}, "versioned": [{path, kind, major}],
-    "env": {CUDAHOSTCXX, NVCC_CCBIN, CC, CXX}}``."""
+    """:class:`ft.CompilerFacts`'s dict: ``{"default": {name: {path, version, kind, error, problems}},
+    "versioned": [{path, kind, major}], "env": {CUDAHOSTCXX, NVCC_CCBIN, CC, CXX}}`` (+ ``problems`` when a
+    version was rejected: one a compiler printed, or a versioned file name's major)."""
     path = ctx.env.get("PATH", "")
     names = ["gcc", "g++", "clang", "clang++"]
     located = {n: shutil.which(n, path=path) for n in names}
     with ThreadPoolExecutor(max_workers=4) as pool:
         versions = dict(zip(names, pool.map(
             lambda n: _version(located[n], ctx.timeout, ctx.env) if located[n] else (None, None, None), names)))
+    problems: list = []  # rejected values: reported as probe.implausible_value only, never compiler.broken
     default = {
-        n: {"path": located[n], "version": versions[n][0], "error": versions[n][1],
-            "kind": "clang" if n.startswith("clang") else "gnu",
-            "problems": [versions[n][2]] if versions[n][2] else []}
+        n: ft.Compiler.parse(located[n], "clang" if n.startswith("clang") else "gnu", versions[n][0], versions[n][1],
+                             [versions[n][2]] if versions[n][2] else [], problems)
         for n in names if located[n]
     }
     versioned, seen = [], set()
@@ -46,6 +50,8 @@ def probe(ctx) -> dict:
             m = _VERSIONED.match(os.path.basename(p))
             if m and os.access(p, os.X_OK) and os.path.basename(p) not in seen:
                 seen.add(os.path.basename(p))
-                versioned.append({"path": p, "kind": "gnu" if m.group(1) == "g++" else "clang", "major": int(m.group(2))})
+                major = typed.Origin(p, "its file name", problems).take(ft.compiler_major, int(m.group(2)), "g++-N / clang++-N (N)")
+                if major is not None:
+                    versioned.append(ft.VersionedCompiler(p, "gnu" if m.group(1) == "g++" else "clang", major))
     env = {k: ctx.env[k] for k in ("CUDAHOSTCXX", "NVCC_CCBIN", "CC", "CXX") if ctx.env.get(k)}
-    return {"default": default, "versioned": sorted(versioned, key=lambda v: (v["kind"], v["major"])), "env": env}
+    return ft.CompilerFacts(default, versioned, env, problems).to_dict()

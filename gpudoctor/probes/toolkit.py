@@ -20,6 +20,7 @@ from gpudoctor.formats import compilers as compilers_fmt
 from gpudoctor.formats import nvcc as nvcc_fmt
 from gpudoctor.formats.nvcc import parse_dryrun  # noqa: F401 - probes/tests use them here
 from gpudoctor.probes import facts as typed
+from gpudoctor.probes import facts_toolkit as ft
 from gpudoctor.process import differential
 from gpudoctor.process.problems import read_text
 from gpudoctor.process.subproc import run
@@ -63,9 +64,10 @@ def _include_dir(home: str, variables: dict):
 
 
 def _host_version(path, kind, env, timeout, problems):
-    """The version the host compiler nvcc will run says of itself (None, with a problem, when it cannot say)."""
+    """(what the host compiler nvcc will run says of its version, the command that asked): the version is None,
+    with a problem, when it cannot say; it is validated by the caller (:class:`ft.HostCompiler`)."""
     if not path:
-        return None
+        return None, None
     if kind == "clang":
         res = run([path, "--version"], timeout=timeout, env=env)
         version = compilers_fmt.parse_clang_version(res.stdout) if res.ok else None
@@ -75,7 +77,7 @@ def _host_version(path, kind, env, timeout, problems):
         version = out[0].strip() if res.ok and out and out[0][:1].isdigit() else None
     if version is None:
         _note(problems, res.problem(unparsable="version"))
-    return version
+    return version, " ".join([os.path.basename(path), *res.argv[1:]])
 
 
 def _ccbin(env):
@@ -98,8 +100,13 @@ def _says_release(result) -> bool:
 
 
 def describe_nvcc(path: str, via: str, env, timeout: float) -> dict:
-    """What one nvcc says of itself and would run. Every command or file that fails is a record in
-    ``facts["problems"]`` (see :mod:`gpudoctor.process.problems`); ``errors`` keeps the one-line summaries."""
+    """What one nvcc says of itself and would run (:class:`ft.Toolkit`'s dict). Every command or file that
+    fails, and every implausible value a tool printed, is a record in ``facts["problems"]`` (see
+    :mod:`gpudoctor.process.problems`); ``errors`` keeps the one-line summaries."""
+    return _describe(path, via, env, timeout).to_dict()
+
+
+def _describe(path: str, via: str, env, timeout: float) -> "ft.Toolkit":
     problems: list = []
     facts = {"nvcc": path, "nvcc_realpath": os.path.realpath(path), "found_via": via, "errors": [], "problems": problems}
     # nvcc's three questions (version, dry run, GPU code list) are independent: asked at once.
@@ -121,11 +128,11 @@ def describe_nvcc(path: str, via: str, env, timeout: float) -> dict:
             step = differential.command_step([path, "--version"], timeout, passed=_says_release)
             facts["differential"] = differential.explain_failure(step, env, label="nvcc --version", paths=[path],
                                                                  command=f"{path} --version")
-        return facts
+        return ft.Toolkit(None, None, None, None, facts)
     facts.update(parsed_version)
-    # Validated where parsed (gpudoctor.probes.facts): "release 0.0" is a probe error, never a toolkit version.
+    # Validated where parsed (gpudoctor.probes.facts_toolkit): "release 0.0" is a probe error, never a version.
     said = typed.Origin(path, "nvcc --version", problems)
-    facts["release"] = said.take(typed.cuda_version, facts.get("release"), "nvcc --version (release)")
+    release = said.take(ft.nvcc_release, facts.get("release"), "nvcc --version (release)")
     parsed = parse_dryrun(dry.output)
     variables = parsed["vars"]
     here = variables.get("_HERE_")
@@ -140,17 +147,17 @@ def describe_nvcc(path: str, via: str, env, timeout: float) -> dict:
         host = _ccbin(env) or "gcc"
     host_path = shutil.which(host, path=eff_path) if host and not os.path.isabs(host) else host
     n_before = len(problems)
-    facts["host_compiler"] = {
+    # What the compiler nvcc will execute says of itself: the dry run's --gnu_version can differ
+    # (Debian's nvcc runs a wrapper gcc that picks g++-11 while the dry run reports gcc 12).
+    own_version, asked = _host_version(host_path, parsed["host_kind"], env, timeout, problems)
+    facts["host_compiler"] = ft.HostCompiler.parse({
         "command": host,
         "path": host_path,
         "kind": parsed["host_kind"] or ("clang" if "clang" in os.path.basename(host or "") else "gnu" if host else None),
-        # What the compiler nvcc will execute says of itself: the dry run's --gnu_version can differ
-        # (Debian's nvcc runs a wrapper gcc that picks g++-11 while the dry run reports gcc 12).
-        "version_seen_by_nvcc": _host_version(host_path, parsed["host_kind"], env, timeout, problems) or parsed["host_version"],
         "version_in_dryrun": parsed["host_version"],
         "ccbin_from_env": env.get("NVCC_CCBIN"),
         "extra_flags": {k: env[k] for k in ("NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS") if env.get(k)},
-    }
+    }, own_version, asked, path)
     ptxas = parsed["ptxas_command"] or "ptxas"
     ptxas_path = ptxas if os.path.isabs(ptxas) else shutil.which(ptxas, path=eff_path)
     ptxas_facts = {"path": ptxas_path, "realpath": os.path.realpath(ptxas_path) if ptxas_path else None}
@@ -160,7 +167,7 @@ def describe_nvcc(path: str, via: str, env, timeout: float) -> dict:
         ptxas_facts.update(pver or {})
         if not pver or not pver.get("release"):
             _note(problems, pv.problem(unparsable="ptxas release"))
-    facts["ptxas"] = ptxas_facts
+    facts["ptxas"] = ft.Ptxas.parse(ptxas_facts, typed.Origin(ptxas_path, "ptxas --version", problems))
     if not dry.ok:
         if not parsed["host_command"]:
             facts["errors"].append(f"nvcc --dryrun failed: {dry.error or dry.output[-300:]}")
@@ -175,11 +182,12 @@ def describe_nvcc(path: str, via: str, env, timeout: float) -> dict:
     facts["include_dir"] = inc
     if inc:
         hc = os.path.join(inc, "crt", "host_config.h")
-        facts["host_config"] = dict(nvcc_fmt.parse_host_config(read_text(hc, problems) or ""), path=hc)
+        facts["host_config"] = ft.HostConfig.parse(dict(nvcc_fmt.parse_host_config(read_text(hc, problems) or ""), path=hc),
+                                                   typed.Origin(hc, f"read for {path}", problems))
     facts["gpu_codes"] = nvcc_fmt.parse_gpu_code_list(codes.stdout) if codes.ok else None
     if codes.timed_out or codes.signal_name:  # an nvcc too old for --list-gpu-code just exits 1: not a fault
         _note(problems, codes.problem())
-    return facts
+    return ft.Toolkit(release, facts["host_compiler"], facts["ptxas"], facts.get("host_config"), facts)
 
 
 def probe(ctx) -> dict:
@@ -188,10 +196,13 @@ def probe(ctx) -> dict:
 
 
 def _probe(ctx) -> dict:
-    """``{"toolkits": [describe_nvcc(...)], "on_path": nvcc path or None}``; ``toolkits[0]`` is the PATH's."""
+    """:class:`ft.ToolkitFacts`'s dict: ``{"toolkits": [describe_nvcc(...)], "on_path": nvcc path or None,
+    "ptxas_on_path"}``; ``toolkits[0]`` is the PATH's."""
     cands = nvcc_candidates(ctx.env)
     with ThreadPoolExecutor(max_workers=max(1, len(cands))) as pool:
-        toolkits = list(pool.map(lambda c: describe_nvcc(c[0], c[1], ctx.env, ctx.timeout), cands))
+        typed_tks = list(pool.map(lambda c: _describe(c[0], c[1], ctx.env, ctx.timeout), cands))
+    by_dict = [(t.to_dict(), t) for t in typed_tks]
+    toolkits = [d for d, _ in by_dict]
     # A wrapper script (/usr/local/bin/nvcc → exec cuda-13.0/bin/nvcc) and its target are one toolkit.
     unique, homes = [], set()
     for t in toolkits:
@@ -204,19 +215,27 @@ def _probe(ctx) -> dict:
         homes.add(key)
         unique.append(t)
     on_path = shutil.which("nvcc", path=ctx.env.get("PATH", ""))
-    return {"toolkits": unique, "on_path": on_path, "ptxas_on_path": _ptxas_on_path(ctx, unique)}
+    kept = [t for d, t in by_dict if any(d is u for u in unique)]
+    return ft.ToolkitFacts(kept, on_path, _typed_ptxas_on_path(ctx, unique)).to_dict()
 
 
 def _ptxas_on_path(ctx, toolkits):
     """The ptxas first on PATH when no nvcc here runs it: JAX/XLA and Triton compile PTX with the ptxas they
-    find on PATH, so a hanging or foreign one breaks them even when every nvcc is fine. None when there is none."""
+    find on PATH, so a hanging or foreign one breaks them even when every nvcc is fine. None when there is none;
+    else :class:`ft.Ptxas`'s dict ``{release, version, build, path, problems}``."""
+    p = _typed_ptxas_on_path(ctx, toolkits)
+    return p.to_dict() if p else None
+
+
+def _typed_ptxas_on_path(ctx, toolkits):
     path = shutil.which("ptxas", path=ctx.env.get("PATH", ""))
     if not path or os.path.realpath(path) in {(t.get("ptxas") or {}).get("realpath") for t in toolkits}:
         return None
     res = run([path, "--version"], timeout=ctx.timeout, env=ctx.env)
     ver = nvcc_fmt.parse_nvcc_version(res.stdout) if res.ok else None
     rec = res.problem(unparsable="ptxas release") if not (ver and ver.get("release")) else None
-    return dict(ver or {}, path=path, problems=[rec] if rec else [])
+    problems = [rec] if rec else []
+    return ft.Ptxas.parse(dict(ver or {}, path=path, problems=problems), typed.Origin(path, "ptxas --version", problems))
 
 
 def shared(ctx) -> dict:
