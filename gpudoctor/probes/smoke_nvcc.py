@@ -12,11 +12,17 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from gpudoctor.process import differential
 from gpudoctor.process.cache import Cache, file_identity
 from gpudoctor.probes import toolkit as toolkit_probe
 from gpudoctor.probes.driver import nvml_snapshot
 from gpudoctor.process.subproc import lean_context_env, run
+
+
+def _differential():
+    """The environment differential, imported on a failure only (a healthy check never pays its import)."""
+    from gpudoctor.process import differential
+
+    return differential
 
 SOURCE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "smoke", "vector_add.cu")
 
@@ -239,10 +245,10 @@ def _run_binary(exe: str, env, timeout: float, early_key: str = None, label: str
         seconds = time.perf_counter() - t0
     out = {"ok": _smoke_ok(r), "output": r.output[-2000:],
            "returncode": r.returncode, "error": r.error, "seconds": round(seconds, 3)}
-    if not out["ok"] and differential.worth_rerunning(r):  # did the environment make it fail? (never on a pass)
-        step = differential.command_step([exe], _rerun_timeout(timeout, seconds), passed=_smoke_ok,
+    if not out["ok"] and _differential().worth_rerunning(r):  # did the environment make it fail? (never on a pass)
+        step = _differential().command_step([exe], _rerun_timeout(timeout, seconds), passed=_smoke_ok,
                                          in_temp_dir=True, env_for=lean_context_env)
-        out["differential"] = differential.explain_failure(step, env, label=label, paths=[exe], command=exe)
+        out["differential"] = _differential().explain_failure(step, env, label=label, paths=[exe], command=exe)
     return out
 
 
@@ -277,10 +283,10 @@ def _build_and_run(tk: dict, arch, gpu_present: bool, env, timeout: float, extra
                "compile_ok": res.ok, "compile_seconds": round(time.perf_counter() - t0, 3),
                "compile_output": res.output[-3000:], "compile_error": res.error}
         if not res.ok:
-            if not extra and differential.worth_rerunning(res):  # did the environment make it fail?
+            if not extra and _differential().worth_rerunning(res):  # did the environment make it fail?
                 rel = [("smoke" if a == exe else a) for a in args]  # each rerun writes ./smoke in its own dir
-                step = differential.command_step(rel, _rerun_timeout(timeout, res.seconds), in_temp_dir=True)
-                out["differential"] = differential.explain_failure(step, env, label=f"{what} build",
+                step = _differential().command_step(rel, _rerun_timeout(timeout, res.seconds), in_temp_dir=True)
+                out["differential"] = _differential().explain_failure(step, env, label=f"{what} build",
                                                                    paths=[tk["nvcc"]], command=out["command"])
             return out
         if inputs is not None and cache.enabled:

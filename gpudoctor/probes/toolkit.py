@@ -21,10 +21,15 @@ from gpudoctor.formats import nvcc as nvcc_fmt
 from gpudoctor.formats.nvcc import parse_dryrun  # noqa: F401 - probes/tests use them here
 from gpudoctor.probes import facts as typed
 from gpudoctor.probes import facts_toolkit as ft
-from gpudoctor.process import differential
 from gpudoctor.process.problems import read_text
 from gpudoctor.process.subproc import run
 
+
+def _differential():
+    """The environment differential, imported on a failure only (a healthy check never pays its import)."""
+    from gpudoctor.process import differential
+
+    return differential
 
 
 def nvcc_candidates(env) -> list:
@@ -124,9 +129,9 @@ def _describe(path: str, via: str, env, timeout: float) -> "ft.Toolkit":
         rec = ver.problem(unparsable='CUDA release ("Cuda compilation tools, release X.Y")')
         _note(problems, rec)
         facts["errors"].append(rec["what"] if rec else "nvcc --version printed no release")
-        if differential.worth_rerunning(ver):  # did the environment make it fail? (never paid by a working nvcc)
-            step = differential.command_step([path, "--version"], timeout, passed=_says_release)
-            facts["differential"] = differential.explain_failure(step, env, label="nvcc --version", paths=[path],
+        if _differential().worth_rerunning(ver):  # did the environment make it fail? (never paid by a working nvcc)
+            step = _differential().command_step([path, "--version"], timeout, passed=_says_release)
+            facts["differential"] = _differential().explain_failure(step, env, label="nvcc --version", paths=[path],
                                                                  command=f"{path} --version")
         return ft.Toolkit(None, None, None, None, facts)
     facts.update(parsed_version)
@@ -173,10 +178,10 @@ def _describe(path: str, via: str, env, timeout: float) -> "ft.Toolkit":
             facts["errors"].append(f"nvcc --dryrun failed: {dry.error or dry.output[-300:]}")
         if len(problems) == n_before or not host_path:  # else the host compiler's own failure is the cause
             _note(problems, dry.problem())
-            if differential.worth_rerunning(dry):  # nvcc answers its version but not this: its environment?
-                step = differential.command_step([path, "--dryrun", "-c", "probe.cu", "-o", "probe.o"], timeout,
+            if _differential().worth_rerunning(dry):  # nvcc answers its version but not this: its environment?
+                step = _differential().command_step([path, "--dryrun", "-c", "probe.cu", "-o", "probe.o"], timeout,
                                                  in_temp_dir=True, files={"probe.cu": "__global__ void k() {}\n"})
-                facts["differential"] = differential.explain_failure(step, env, label="nvcc --dryrun", paths=[path],
+                facts["differential"] = _differential().explain_failure(step, env, label="nvcc --dryrun", paths=[path],
                                                                      command=f"{path} --dryrun -c probe.cu")
     inc = _include_dir(home, variables)
     facts["include_dir"] = inc
