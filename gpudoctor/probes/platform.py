@@ -9,6 +9,8 @@ import sys
 from gpudoctor.formats import container as container_fmt
 
 from gpudoctor.formats import os_release as os_release_fmt
+from gpudoctor.probes.facts import Origin
+from gpudoctor.probes.facts_system import PlatformFacts
 from gpudoctor.process.problems import read_text
 
 
@@ -27,7 +29,8 @@ def probe(ctx) -> dict:
     """Return ``{"system", "os": {id, version_id, pretty_name, id_like}, "kernel", "machine",
     "glibc", "python": {version, executable}, "wsl": {is_wsl, kernel_marker, libcuda_dir},
     "container": {is_container, markers, nvidia_visible_devices, nvidia_driver_capabilities,
-    nvidia_require_cuda}, "hypervisor": bool|None (a VM), "dev_nodes": [...], "windows": {...} or None}``."""
+    nvidia_require_cuda}, "hypervisor": bool|None (a VM), "dev_nodes": [...], "windows": {...} or None,
+    "problems": [...]}``; OS ID/VERSION_ID, kernel and glibc validated (:class:`~gpudoctor.probes.facts_system.PlatformFacts`)."""
     problems: list = []
     system = _platform.system()
     osr = os_release_fmt.parse_os_release(_read("/etc/os-release", problems)) if system == "Linux" else {}
@@ -85,4 +88,4 @@ def probe(ctx) -> dict:
             "nvcuda_dll": os.path.exists(os.path.join(sysroot, "System32", "nvcuda.dll")),
             "nvml_dll": os.path.exists(os.path.join(sysroot, "System32", "nvml.dll")),
         }
-    return facts
+    return PlatformFacts.parse(facts, Origin("/etc/os-release", "the platform probe")).to_dict()

@@ -1,0 +1,59 @@
+"""The platform, environment, process_limits, loader and cudnn probes' facts are typed and validated where
+parsed (issue 24 item 4): each type's ``to_dict()`` keeps the probe's JSON shape, and an implausible value (an
+OS version with a NUL in it, a negative rlimit, cuDNN version 0) is left out of the facts and reported as
+``probe.implausible_value`` naming what answered, never judged by another rule.
+
+The shape tests run the real probes on this machine; the implausible values are fed to each type's parser as a
+FAKE raw answer (a real OS, kernel or cuDNN that says such things cannot be made here)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from gpudoctor.probes import facts as typed
+from gpudoctor.probes import facts_system as fs
+from gpudoctor.probes import platform
+from tests.conftest import by_id, ctx, judge
+
+
+def _same(a, b):
+    assert json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)
+
+
+def _rejected(problems, call_part):
+    return [p for p in problems if p.get("kind") == "implausible" and call_part in p.get("call", "")]
+
+
+# --- platform -------------------------------------------------------------------------------------------------
+
+def test_platform_shape_is_kept():
+    out = platform.probe(ctx())
+    assert set(out) >= {"system", "os", "kernel", "machine", "glibc", "python", "wsl", "container", "hypervisor",
+                        "dev_nodes", "windows", "problems"}
+    assert set(out["os"]) == {"id", "version_id", "pretty_name", "id_like"}
+    _same(fs.PlatformFacts.parse(out, typed.Origin("/etc/os-release", "test")).to_dict(), out)
+
+
+@pytest.mark.parametrize("good", ["12", "22.04", "9.4", "3.19.1", "20240101", "rolling"])
+def test_plausible_os_versions_pass(good):
+    assert fs.os_release_field(good) == good
+
+
+@pytest.mark.parametrize("bad", ["", "12\x00\x00", "22.04 LTS", "x" * 65, None, 12])
+def test_implausible_os_versions_are_rejected(bad):
+    with pytest.raises(typed.Implausible):
+        fs.os_release_field(bad)
+
+
+def test_an_implausible_os_version_and_kernel_are_probe_errors_not_facts():
+    raw = dict(platform.probe(ctx()))
+    raw.update(os=dict(raw["os"], version_id="\x7fELF\x02\x01", id="debian"), kernel="", glibc="glibc 2.36")
+    facts = fs.PlatformFacts.parse(raw, typed.Origin("/etc/os-release", "FAKE os-release")).to_dict()
+    assert facts["os"]["version_id"] is None and facts["os"]["id"] == "debian" and facts["kernel"] is None
+    assert _rejected(facts["problems"], "VERSION_ID") and _rejected(facts["problems"], "uname")
+    found = by_id(judge({"platform": facts, "environment": {}}), "probe.implausible_value")
+    assert found and "/etc/os-release" in " ".join(f.title for f in found)
+    assert fs.kernel_release("6.1.0-27-amd64") and fs.libc_version("glibc 2.36")
+    with pytest.raises(typed.Implausible):
+        fs.libc_version("glibc")
