@@ -1,0 +1,233 @@
+"""Typed facts of the smoke probes and the engine probe, validated where they are parsed.
+
+As :mod:`gpudoctor.probes.facts`: a probe hands its worker's answer to ``X.parse(raw, origin)``; a version or
+compute capability is kept only when plausible, else it is ``None`` (or left out of a list) and an
+``implausible`` problem record naming the file that answered (``probe.implausible_value``), never an input
+to an arch or version rule. ``to_dict()`` gives the probe's JSON shape as it was (same keys, same order):
+each type keeps the answer it parsed (``raw``) and writes back only its typed values; other keys pass through.
+
+Plausible (structure only, never the matrix):
+
+* NVRTC's version (nvrtcVersion): a CUDA ``major.minor`` (:func:`gpudoctor.probes.facts.cuda_version`);
+* an arch ``sm_XY[a|f]`` (nvrtcGetSupportedArchs, or a device's compute capability as the worker wrote it)
+  whose ``X.Y`` is a compute capability (:func:`gpudoctor.probes.facts.compute_capability`): ``sm_90``,
+  ``sm_100``, ``sm_121``; ``sm_NoneNone`` (a failed cuDeviceGetAttribute) or ``sm_999`` are not;
+* a plan header's TensorRT version: :func:`gpudoctor.probes.facts_frameworks.tensorrt_version`, and its
+  compute capability as above;
+* a smoke build's nvcc release and a device's compute capability: CUDA ``major.minor`` / compute capability.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional
+
+from gpudoctor.probes.facts import Implausible, Origin, compute_capability, cuda_version
+from gpudoctor.probes.facts_frameworks import tensorrt_version
+
+__all__ = ["sm_arch", "NvrtcRun", "NvrtcSmokeFacts", "EngineRecord", "EngineFacts", "TensorRTSmokeFacts",
+           "MultiGpuSmokeFacts", "NvccBuild", "NvccSmokeFacts"]
+
+_SM = re.compile(r"sm_(\d{1,2})(\d)([af]?)")
+
+
+def sm_arch(value) -> str:
+    """``"sm_90"`` as given; raises :class:`Implausible` unless ``sm_`` + a plausible compute capability's digits."""
+    m = _SM.fullmatch(value) if isinstance(value, str) else None
+    try:
+        if not m:
+            raise Implausible(value, "")
+        compute_capability(f"{int(m.group(1))}.{m.group(2)}")
+    except Implausible:
+        raise Implausible(value, "a GPU arch (sm_ and a compute capability's digits, e.g. sm_90)") from None
+    return value
+
+
+def _with(raw: dict, problems: List[dict], **typed) -> dict:
+    """``raw`` with the typed values written back where raw had them (order kept); ``problems`` added when any."""
+    out = dict(raw)
+    out.update({k: v for k, v in typed.items() if k in raw})
+    if problems:
+        out["problems"] = list(problems)
+    return out
+
+
+@dataclass
+class NvrtcRun:
+    """One compile (and launch) of the NVRTC smoke worker: ``ordinal`` the device (None: no device), ``arch``
+    the CUBIN's target; ``raw`` the rest (compile_result, compile_seconds, log, cubin_bytes, launch, ...)."""
+
+    ordinal: Optional[int]
+    arch: str
+    raw: Dict[str, object]
+
+    def to_dict(self) -> dict:
+        return _with(self.raw, [], ordinal=self.ordinal, arch=self.arch)
+
+
+@dataclass
+class NvrtcSmokeFacts:
+    """The smoke_nvrtc probe's facts (:func:`gpudoctor.process.worker.task_nvrtc_smoke`): ``nvrtc_version``
+    ("13.0"), ``supported_archs`` (["sm_75", ...]), ``runs``; a run whose arch (the device's compute capability)
+    was rejected is left out, so no smoke or arch finding is built on it."""
+
+    nvrtc_version: Optional[str]
+    supported_archs: Optional[List[str]]
+    runs: Optional[List[NvrtcRun]]
+    problems: List[dict]
+    raw: Dict[str, object]
+
+    @classmethod
+    def parse(cls, raw: dict, nvrtc: Origin, device: Origin) -> "NvrtcSmokeFacts":
+        """``nvrtc`` says where NVRTC's answers come from (libnvrtc), ``device`` the devices' (libcuda)."""
+        archs = raw.get("nvrtc_supported_archs")
+        if isinstance(archs, list):
+            archs = [a for a in (nvrtc.take(sm_arch, a, "nvrtcGetSupportedArchs") for a in archs) if a]
+        runs = None
+        if isinstance(raw.get("runs"), list):
+            runs = []
+            for r in raw["runs"]:
+                if not isinstance(r, dict):
+                    continue
+                i = r.get("ordinal")
+                arch = (device.take(sm_arch, r.get("arch"), f"cuDeviceGetAttribute(COMPUTE_CAPABILITY, {i})")
+                        if i is not None else nvrtc.take(sm_arch, r.get("arch"), "nvrtcGetSupportedArchs"))
+                if arch is not None or r.get("arch") is None:
+                    runs.append(NvrtcRun(i, arch, dict(r)))
+        version = nvrtc.take(cuda_version, raw.get("nvrtc_version"), "nvrtcVersion")
+        problems = list(raw.get("problems") or []) + nvrtc.problems + device.problems
+        return cls(version, archs, runs, problems, dict(raw))
+
+    def to_dict(self) -> dict:
+        return _with(self.raw, self.problems, nvrtc_version=self.nvrtc_version, nvrtc_supported_archs=self.supported_archs,
+                     runs=None if self.runs is None else [r.to_dict() for r in self.runs])
+
+
+@dataclass
+class EngineRecord:
+    """One ``--engine`` plan (:func:`gpudoctor.probes.engine.probe`): ``header`` the plan header's facts
+    (:func:`gpudoctor.formats.engine_plan.header_facts`) with ``trt_version``/``trt_version_text`` and
+    ``compute_capability`` validated (a rejected version is None in both), or ``error``/``reason`` when the
+    file is no plan; ``raw`` keeps the rest (``runtime_answer``)."""
+
+    path: str
+    header: Optional[dict]
+    error: Optional[str]
+    reason: Optional[str]
+    raw: Dict[str, object]
+
+    @classmethod
+    def parse(cls, raw: dict, origin: Origin) -> "EngineRecord":
+        path, header = raw.get("path"), raw.get("header")
+        if isinstance(header, dict):
+            header = dict(header)
+            text = header.get("trt_version_text")
+            if header.get("trt_version") and origin.take(tensorrt_version, text, "the plan header's TensorRT version",
+                                                         path=path) is None:
+                header.update(trt_version=None, trt_version_text=None)
+            header["compute_capability"] = origin.take(compute_capability, header.get("compute_capability"),
+                                                       "the plan header's compute capability", path=path)
+        return cls(path, header, raw.get("error"), raw.get("reason"), dict(raw))
+
+    def to_dict(self) -> dict:
+        return _with(self.raw, [], path=self.path, header=self.header, error=self.error, reason=self.reason)
+
+
+@dataclass
+class EngineFacts:
+    """The engine probe's facts: ``engines`` (:class:`EngineRecord`); ``problems`` only when a value was rejected."""
+
+    engines: List[EngineRecord]
+    problems: List[dict]
+
+    @classmethod
+    def parse(cls, raw: dict, origin: Origin) -> "EngineFacts":
+        engines = [EngineRecord.parse(e, origin) for e in raw.get("engines") or [] if isinstance(e, dict)]
+        return cls(engines, list(origin.problems))
+
+    def to_dict(self) -> dict:
+        return _with({"engines": None}, self.problems, engines=[e.to_dict() for e in self.engines])
+
+
+@dataclass
+class TensorRTSmokeFacts:
+    """The smoke_tensorrt probe's facts (:func:`gpudoctor.process.trt_smoke.task_trt_smoke`, or a skip):
+    ``version`` the TensorRT that built the engine (``trt.__version__``) when the worker said it; ``raw`` the rest."""
+
+    version: Optional[str]
+    problems: List[dict]
+    raw: Dict[str, object]
+
+    @classmethod
+    def parse(cls, raw: dict, origin: Origin) -> "TensorRTSmokeFacts":
+        version = origin.take(tensorrt_version, raw.get("version"), "tensorrt.__version__")
+        return cls(version, list(raw.get("problems") or []) + origin.problems, dict(raw))
+
+    def to_dict(self) -> dict:
+        return _with(self.raw, self.problems, version=self.version)
+
+
+@dataclass
+class MultiGpuSmokeFacts:
+    """The smoke_multigpu probe's facts (:func:`gpudoctor.process.multigpu_smoke.multigpu_smoke_main`, or a
+    skip): ``device_count`` (>= 0), ``nccl_library`` the libnccl the child was given; ``raw`` the rest (peer
+    copies, all-reduce)."""
+
+    device_count: Optional[int]
+    nccl_library: Optional[str]
+    problems: List[dict]
+    raw: Dict[str, object]
+
+    @classmethod
+    def parse(cls, raw: dict, origin: Origin) -> "MultiGpuSmokeFacts":
+        count = origin.take(_device_count, raw.get("device_count"), "cuDeviceGetCount")
+        return cls(count, raw.get("nccl_library"), list(raw.get("problems") or []) + origin.problems, dict(raw))
+
+    def to_dict(self) -> dict:
+        return _with(self.raw, self.problems, device_count=self.device_count, nccl_library=self.nccl_library)
+
+
+def _device_count(value) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 1024:
+        raise Implausible(value, "a device count (0-1024)")
+    return value
+
+
+@dataclass
+class NvccBuild:
+    """One nvcc smoke build (:func:`gpudoctor.probes.smoke_nvcc.probe`): ``nvcc`` the compiler, ``release``
+    its CUDA release ("13.0"); ``raw`` the rest (command, compile output, run, cache, differential)."""
+
+    nvcc: Optional[str]
+    release: Optional[str]
+    raw: Dict[str, object]
+
+    def to_dict(self) -> dict:
+        return _with(self.raw, [], nvcc=self.nvcc, release=self.release)
+
+
+@dataclass
+class NvccSmokeFacts:
+    """The smoke_nvcc probe's facts: ``builds`` (:class:`NvccBuild`), ``device_ccs`` the GPUs' compute
+    capabilities the builds targeted; a rejected release or capability is None / left out."""
+
+    builds: Optional[List[NvccBuild]]
+    device_ccs: Optional[List[str]]
+    problems: List[dict]
+    raw: Dict[str, object]
+
+    @classmethod
+    def parse(cls, raw: dict, origin: Origin) -> "NvccSmokeFacts":
+        builds = None
+        if isinstance(raw.get("builds"), list):
+            builds = [NvccBuild(b.get("nvcc"), origin.take(cuda_version, b.get("release"), "nvcc --version (release)",
+                                                           path=b.get("nvcc")), dict(b))
+                      for b in raw["builds"] if isinstance(b, dict)]
+        ccs = raw.get("device_ccs")
+        if isinstance(ccs, list):
+            ccs = [c for c in (origin.take(compute_capability, c, "nvmlDeviceGetCudaComputeCapability") for c in ccs) if c]
+        return cls(builds, ccs, list(raw.get("problems") or []) + origin.problems, dict(raw))
+
+    def to_dict(self) -> dict:
+        return _with(self.raw, self.problems, device_ccs=self.device_ccs,
+                     builds=None if self.builds is None else [b.to_dict() for b in self.builds])
