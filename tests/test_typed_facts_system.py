@@ -13,7 +13,7 @@ import pytest
 
 from gpudoctor.probes import facts as typed
 from gpudoctor.probes import facts_system as fs
-from gpudoctor.probes import platform
+from gpudoctor.probes import environment, platform
 from tests.conftest import by_id, ctx, judge
 
 
@@ -57,3 +57,25 @@ def test_an_implausible_os_version_and_kernel_are_probe_errors_not_facts():
     assert fs.kernel_release("6.1.0-27-amd64") and fs.libc_version("glibc 2.36")
     with pytest.raises(typed.Implausible):
         fs.libc_version("glibc")
+
+
+# --- environment ----------------------------------------------------------------------------------------------
+
+def test_environment_shape_is_kept(tmp_path):
+    lib = tmp_path / "cuda-12.4" / "lib64"
+    lib.mkdir(parents=True)
+    out = environment.probe(ctx(LD_LIBRARY_PATH=f"{lib}:/usr/local/cuda/lib64", CUDA_HOME=str(tmp_path / "cuda-12.4")))
+    assert "problems" not in out  # only a rejection adds it
+    assert out["ld_library_path"][0] == {"index": 0, "path": str(lib), "exists": True, "cuda_version": "12.4"}
+    assert out["var_cuda_versions"] == {"CUDA_HOME": "12.4"}
+    _same(fs.EnvironmentFacts.parse(out, typed.Origin("environment", "test"), {}).to_dict(), out)
+
+
+def test_a_directory_naming_a_cuda_that_cannot_exist_is_a_probe_error(tmp_path):
+    bad = tmp_path / "cuda-99.9" / "lib64"
+    bad.mkdir(parents=True)
+    env = environment.probe(ctx(LD_LIBRARY_PATH=str(bad), CUDA_HOME=str(tmp_path / "cuda-31.0")))
+    assert env["ld_library_path"][0]["cuda_version"] is None and env["var_cuda_versions"] == {}
+    assert _rejected(env["problems"], "LD_LIBRARY_PATH") and _rejected(env["problems"], "CUDA_HOME")
+    found = by_id(judge({"environment": env}), "probe.implausible_value")
+    assert {f.evidence["path"] for f in found} == {str(bad), str(tmp_path / "cuda-31.0")}

@@ -5,6 +5,9 @@ import os
 import re
 
 from gpudoctor.formats import cuda_env as cuda_env_fmt
+from gpudoctor.probes.facts import Origin
+from gpudoctor.probes.facts_system import EnvironmentFacts
+
 _CUDA_DIR_VERSION = re.compile(r"cuda[-_/]?(\d{1,2}\.\d)(?![\d])", re.IGNORECASE)
 
 TOOL_VARS = ("CUDA_HOME", "CUDA_PATH", "CUDA_ROOT", "CUDAHOSTCXX", "NVCC_CCBIN", "NVCC_APPEND_FLAGS",
@@ -41,10 +44,11 @@ def _path_entries(value: str):
 def probe(ctx) -> dict:
     """``{"cuda_visible_devices": parsed, "ld_library_path": [{index, path, exists, cuda_version}],
     "path": [... entries holding nvcc ...], "vars": {name: value},
-    "var_cuda_versions": {"CUDA_HOME": "12.4", ...}}`` (the CUDA release a path variable names)."""
+    "var_cuda_versions": {"CUDA_HOME": "12.4", ...}, "problems"?: [...]}`` (the CUDA release a path variable
+    names, validated: :class:`~gpudoctor.probes.facts_system.EnvironmentFacts`; "problems" only when one was rejected)."""
     path_entries = [e for e in _path_entries(ctx.env.get("PATH", ""))
                     if e["exists"] and os.path.exists(os.path.join(e["path"], "nvcc"))]
-    return {
+    raw = {
         "cuda_visible_devices": cuda_env_fmt.parse_cuda_visible_devices(ctx.env.get("CUDA_VISIBLE_DEVICES")),
         "ld_library_path": _path_entries(ctx.env.get("LD_LIBRARY_PATH", "")),
         "path_cuda_entries": path_entries,
@@ -53,3 +57,4 @@ def probe(ctx) -> dict:
         "var_cuda_versions": {k: v for k in ("CUDA_HOME", "CUDA_PATH") if k in ctx.env
                               for v in [cuda_version_in_path(ctx.env[k])] if v},
     }
+    return EnvironmentFacts.parse(raw, Origin("environment", "the environment probe (a directory name)"), ctx.env).to_dict()
