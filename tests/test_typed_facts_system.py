@@ -13,7 +13,7 @@ import pytest
 
 from gpudoctor.probes import facts as typed
 from gpudoctor.probes import facts_system as fs
-from gpudoctor.probes import environment, platform
+from gpudoctor.probes import environment, platform, process_limits
 from tests.conftest import by_id, ctx, judge
 
 
@@ -79,3 +79,30 @@ def test_a_directory_naming_a_cuda_that_cannot_exist_is_a_probe_error(tmp_path):
     assert _rejected(env["problems"], "LD_LIBRARY_PATH") and _rejected(env["problems"], "CUDA_HOME")
     found = by_id(judge({"environment": env}), "probe.implausible_value")
     assert {f.evidence["path"] for f in found} == {str(bad), str(tmp_path / "cuda-31.0")}
+
+
+# --- process_limits -------------------------------------------------------------------------------------------
+
+def test_process_limits_shape_is_kept():
+    out = process_limits.probe(ctx())
+    assert set(out) == {"rlimits", "privileged", "uid", "status", "shm", "cgroup_memory", "gpu_processes", "gpus",
+                        "problems"}
+    assert all(set(v) == {"soft", "hard"} for v in out["rlimits"].values())
+    _same(fs.ProcessLimitsFacts.parse(out, typed.Origin("getrlimit(2)", "test")).to_dict(), out)
+
+
+def test_a_negative_rlimit_or_memory_use_is_a_probe_error_not_a_limit():
+    raw = process_limits.probe(ctx())
+    raw = dict(raw, rlimits=dict(raw["rlimits"], RLIMIT_NOFILE={"soft": -5, "hard": 1024},
+                                 RLIMIT_MEMLOCK={"soft": 4096, "hard": 1024}),
+               shm={"path": "/dev/shm", "size_bytes": -1, "free_bytes": 0},
+               gpu_processes=[{"gpu": 0, "pid": 0, "used_mib": -3, "type": "compute", "found": False, "ours": False}])
+    facts = fs.ProcessLimitsFacts.parse(raw, typed.Origin("getrlimit(2)", "FAKE answers")).to_dict()
+    assert facts["rlimits"]["RLIMIT_NOFILE"] == {"soft": None, "hard": 1024}
+    assert facts["rlimits"]["RLIMIT_MEMLOCK"] == {"soft": None, "hard": 1024}  # soft above hard: setrlimit refuses it
+    assert facts["shm"]["size_bytes"] is None and facts["shm"]["free_bytes"] == 0
+    assert facts["gpu_processes"][0]["pid"] is None and facts["gpu_processes"][0]["used_mib"] is None
+    for call in ("RLIMIT_NOFILE", "RLIMIT_MEMLOCK", "statvfs", ".pid", "usedGpuMemory"):
+        assert _rejected(facts["problems"], call), call
+    found = by_id(judge({"process_limits": facts, "environment": {}}), "probe.implausible_value")
+    assert {f.evidence["path"] for f in found} == {"getrlimit(2)", "/dev/shm", "libnvidia-ml.so.1"}

@@ -233,8 +233,10 @@ class GpuProcess:
     @classmethod
     def parse(cls, raw: dict, origin: Origin) -> "GpuProcess":
         g = raw.get("gpu")
-        return cls(origin.take(pid, raw.get("pid"), f"nvmlDeviceGetComputeRunningProcesses(GPU {g}).pid"),
-                   origin.take(used_mib, raw.get("used_mib"), f"nvmlDeviceGetComputeRunningProcesses(GPU {g}).usedGpuMemory"),
+        nvml = "libnvidia-ml.so.1"
+        return cls(origin.take(pid, raw.get("pid"), f"nvmlDeviceGetComputeRunningProcesses(GPU {g}).pid", path=nvml),
+                   origin.take(used_mib, raw.get("used_mib"),
+                               f"nvmlDeviceGetComputeRunningProcesses(GPU {g}).usedGpuMemory", path=nvml),
                    _split(raw, ("pid", "used_mib")))
 
     def to_dict(self) -> dict:

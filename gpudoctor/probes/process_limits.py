@@ -12,6 +12,8 @@ import os
 
 from gpudoctor.process import limits
 from gpudoctor.probes.driver import nvml_snapshot
+from gpudoctor.probes.facts import Origin
+from gpudoctor.probes.facts_system import ProcessLimitsFacts
 from gpudoctor.probes.nccl import shm_size
 
 #: Lines of /proc/self/status kept as facts (proc(5)): seccomp filtering, threads, allowed CPUs.
@@ -27,7 +29,13 @@ def probe(ctx, proc: str = "/proc") -> dict:
     "found": bool (a /proc entry of this PID namespace that has a GPU open, or could not be checked),
     "why_not_found", "ours": bool, "uid", "program", "nofile_soft" (its own RLIMIT_NOFILE, None = unlimited),
     "user" and "command" (only this user's processes)}],
-    "gpus": [{"index", "compute_mode", "memory_total_mib", "memory_free_mib"}], "problems": []}``."""
+    "gpus": [{"index", "compute_mode", "memory_total_mib", "memory_free_mib"}], "problems": []}``; limits, sizes,
+    PIDs and memory use validated (:class:`~gpudoctor.probes.facts_system.ProcessLimitsFacts`)."""
+    out = _read_all(ctx, proc)
+    return ProcessLimitsFacts.parse(out, Origin("getrlimit(2)", "the gpudoctor process")).to_dict()
+
+
+def _read_all(ctx, proc: str) -> dict:
     problems: list = []
     out = {
         "rlimits": limits.read(),
