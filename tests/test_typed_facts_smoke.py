@@ -103,3 +103,21 @@ def test_an_implausible_compute_capability_is_a_probe_error_with_no_arch_or_smok
     assert not [f for f in findings if f.id.startswith("arch.")]
     smoke = by_id(findings, "smoke.nvrtc")
     assert [f.severity.value for f in smoke] == ["ok"] and "sm_90" in smoke[0].title  # GPU 1 only
+
+
+def test_an_implausible_plan_header_version_is_a_probe_error_not_a_verdict():
+    header = {"trt_version": [99, 1, 0, 0], "trt_version_text": "99.1.0.0", "layout": "trt8.6+", "size": 4096,
+              "magic": "ftrt", "version_is_partial": False, "plan_offset": 0, "release_line": None,
+              "version_compatible": False, "lean": False, "hardware_compatibility": None, "compute_capability": "99.9",
+              "fields": []}
+    facts = typed.EngineFacts.parse({"engines": [{"path": "/FAKE/model.plan", "header": header}]},
+                                    Origin(None, "the plan header (check --engine)")).to_dict()
+    got = facts["engines"][0]["header"]
+    assert got["trt_version"] is None and got["trt_version_text"] is None and got["compute_capability"] is None
+    assert list(got) == list(header)
+    assert {r["value"] for r in facts["problems"]} == {"99.1.0.0", "99.9"}
+    assert all(r["path"] == "/FAKE/model.plan" for r in facts["problems"])
+    findings = judge({"engine": facts, "driver": DRIVER_535, "cuda": {}})
+    (f,) = by_id(findings, "probe.implausible_value")
+    assert "/FAKE/model.plan" in f.title
+    assert not [x for x in findings if x.id.startswith("tensorrt.engine") and "99" in x.title]

@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 
 from gpudoctor.formats.engine_plan import PlanFormatError, read_plan_header
+from gpudoctor.probes.facts import Origin
+from gpudoctor.probes.facts_smoke import EngineFacts
 
 
 #: Runtimes asked, in this order: the full TensorRT, then the lean and dispatch runtimes.
@@ -15,8 +17,8 @@ RUNTIMES = ("tensorrt", "tensorrt_bindings", "tensorrt_lean", "tensorrt_lean_bin
 
 
 def probe(ctx) -> dict:
-    """``{"engines": [{"path", "header": {...}, "runtime_answer": {...}?} | {"path", "error", "reason"}]}``
-    (empty without --engine). When a real TensorRT runtime is importable, it is asked to deserialize each
+    """``{"engines": [{"path", "header": {...}, "runtime_answer": {...}?} | {"path", "error", "reason"}],
+    "problems"?: [implausible records]}`` (empty without --engine). When a real TensorRT runtime is importable, it is asked to deserialize each
     plan in a child process (:func:`gpudoctor.process.worker.task_trt_deserialize`): ``runtime_answer`` holds
     whether it loaded and TensorRT's own messages, beside the header's facts."""
     from gpudoctor.formats.engine_plan import header_facts
@@ -36,7 +38,9 @@ def probe(ctx) -> dict:
         if runtime is not None:
             entry["runtime_answer"] = _ask_runtime(ctx, runtime[0], os.path.abspath(path))
         out.append(entry)
-    return {"engines": out}
+    # Validated where parsed (probes/facts_smoke.EngineRecord): a header's implausible TensorRT version or
+    # compute capability is a problem record naming the plan, never a verdict's input.
+    return EngineFacts.parse({"engines": out}, Origin(None, "the plan header (check --engine)")).to_dict()
 
 
 def _ask_runtime(ctx, module: str, plan: str) -> dict:

@@ -106,8 +106,8 @@ class NvrtcSmokeFacts:
 @dataclass
 class EngineRecord:
     """One ``--engine`` plan (:func:`gpudoctor.probes.engine.probe`): ``header`` the plan header's facts
-    (:func:`gpudoctor.formats.engine_plan.header_facts`) with ``trt_version``/``trt_version_text`` and
-    ``compute_capability`` validated (a rejected version is None in both), or ``error``/``reason`` when the
+    (:func:`gpudoctor.formats.engine_plan.header_facts`) with ``trt_version`` (its parts joined) and
+    ``compute_capability`` validated (a rejected version is None in ``trt_version`` and ``trt_version_text``), or ``error``/``reason`` when the
     file is no plan; ``raw`` keeps the rest (``runtime_answer``)."""
 
     path: str
@@ -121,9 +121,9 @@ class EngineRecord:
         path, header = raw.get("path"), raw.get("header")
         if isinstance(header, dict):
             header = dict(header)
-            text = header.get("trt_version_text")
-            if header.get("trt_version") and origin.take(tensorrt_version, text, "the plan header's TensorRT version",
-                                                         path=path) is None:
+            parts = header.get("trt_version")  # [10, 13, 3, 9]; the text may be a range ("8.0-8.2"): parts decide
+            said = ".".join(map(str, parts)) if isinstance(parts, list) else parts
+            if parts and origin.take(tensorrt_version, said, "the plan header's TensorRT version", path=path) is None:
                 header.update(trt_version=None, trt_version_text=None)
             header["compute_capability"] = origin.take(compute_capability, header.get("compute_capability"),
                                                        "the plan header's compute capability", path=path)
