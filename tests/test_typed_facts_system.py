@@ -13,7 +13,7 @@ import pytest
 
 from gpudoctor.probes import facts as typed
 from gpudoctor.probes import facts_system as fs
-from gpudoctor.probes import environment, platform, process_limits
+from gpudoctor.probes import environment, loader, platform, process_limits
 from tests.conftest import by_id, ctx, judge
 
 
@@ -106,3 +106,25 @@ def test_a_negative_rlimit_or_memory_use_is_a_probe_error_not_a_limit():
         assert _rejected(facts["problems"], call), call
     found = by_id(judge({"process_limits": facts, "environment": {}}), "probe.implausible_value")
     assert {f.evidence["path"] for f in found} == {"getrlimit(2)", "/dev/shm", "libnvidia-ml.so.1"}
+
+
+# --- loader ---------------------------------------------------------------------------------------------------
+
+def test_loader_shape_is_kept():
+    out = loader.probe(ctx())
+    assert set(out) == {"process", "libraries", "unresolved", "copies", "preload", "ld_library_path", "ld_preload"}
+    assert out["process"]["elf_class"] in (32, 64) and out["process"]["machine"]
+    _same(fs.LoaderFacts.parse(out, typed.Origin(out["process"]["executable"], "test")).to_dict(), out)
+
+
+def test_an_implausible_process_elf_class_is_a_probe_error_not_the_class_picks_are_judged_by():
+    raw = dict(loader.probe(ctx()))
+    exe, real = raw["process"]["executable"], (raw["process"]["elf_class"], raw["process"]["machine"])
+    raw["process"] = dict(raw["process"], elf_class=7, machine="")
+    facts = fs.LoaderFacts.parse(raw, typed.Origin(exe, "FAKE ELF header")).to_dict()
+    # judged against the running interpreter instead, so no intact library reads as built for another machine
+    assert (facts["process"]["elf_class"], facts["process"]["machine"]) == real
+    assert _rejected(facts["problems"], "elf_class") and _rejected(facts["problems"], "machine")
+    findings = judge({"loader": facts, "environment": {}})
+    assert [f.evidence["path"] for f in by_id(findings, "probe.implausible_value")] == [exe]
+    assert not by_id(findings, "library.wrong_arch")

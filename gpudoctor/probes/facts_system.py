@@ -282,12 +282,25 @@ class ProcessLimitsFacts:
                 "problems": self.problems}
 
 
+def _running(key: str):
+    """This interpreter's own ELF class (its pointer size) or machine (uname's, in elf_check's names), or None."""
+    import platform
+    import struct
+
+    if key == "elf_class":
+        return struct.calcsize("P") * 8
+    names = {"x86_64": "x86-64", "amd64": "x86-64", "aarch64": "AArch64", "arm64": "AArch64", "ppc64le": "PowerPC64",
+             "ppc64": "PowerPC64", "s390x": "S/390", "riscv64": "RISC-V", "loongarch64": "LoongArch"}
+    return names.get(platform.machine().lower())
+
+
 # --- loader ------------------------------------------------------------------------------------------------------
 
 @dataclass
 class LoaderFacts:
     """The loader probe's facts (:func:`gpudoctor.probes.loader.probe`): ``process`` {executable, elf_class,
-    machine}, this interpreter's ELF header (class and machine validated: every pick is judged against them);
+    machine}, this interpreter's ELF header (class and machine validated: every pick is judged against them, so a
+    rejected one is replaced by the running interpreter's own pointer size and uname machine);
     ``extra`` (libraries, unresolved, copies, preload, ld_library_path, ld_preload) as read, each file's own
     header being the fact under judgement there, never rejected; ``problems`` only when a value was rejected."""
 
@@ -301,7 +314,9 @@ class LoaderFacts:
         exe = proc.get("executable")
         for key, check in (("elf_class", elf_class), ("machine", elf_machine)):
             if key in proc:
-                proc[key] = origin.take(check, proc[key], f"the ELF header's {key}", path=exe)
+                got = origin.take(check, proc[key], f"the ELF header's {key}", path=exe)
+                # every pick is judged against these: a rejected one is the running interpreter's own, never None
+                proc[key] = got if got is not None or proc[key] is None else _running(key)
         return cls(proc, _problems(raw.get("problems"), origin), _split(raw, ("process", "problems")))
 
     def to_dict(self) -> dict:

@@ -10,6 +10,8 @@ import re
 import sys
 from typing import Dict, List, Optional
 
+from gpudoctor.probes.facts import Origin
+from gpudoctor.probes.facts_system import LoaderFacts
 from gpudoctor.probes.libfind import index_for
 
 #: What the probes load, read from their code: (file-name stem, glob suffix, who loads it, the stem of the
@@ -48,7 +50,8 @@ def probe(ctx) -> dict:
     [{soname, loaded_by, skipped, by_name}] (only files of another class or machine were found; by_name: a
     program asks for this soname itself, not for a path), "copies": [{path,
     realpath, origin, loaded_by, package?, ..., file}] (other copies the probes load by path), "preload":
-    [{path, entry, via, file}]}``."""
+    [{path, entry, via, file}], "problems"?: [...]}``; the process's ELF class and machine validated
+    (:class:`~gpudoctor.probes.facts_system.LoaderFacts`; "problems" only when one was rejected)."""
     idx = index_for(ctx)
     picks: List[dict] = []
     unresolved: List[dict] = []
@@ -89,7 +92,7 @@ def probe(ctx) -> dict:
             picked[soname] = trace["path"]
             picks.append(_describe(idx, dict(trace, soname=soname, loaded_by=list(loaded_by), skipped=skipped)))
     picked_files = {os.path.realpath(p["path"]) for p in picks}
-    return {
+    raw = {
         "process": dict(idx.process_elf(), executable=sys.executable),
         "libraries": picks,
         "unresolved": unresolved,
@@ -98,6 +101,7 @@ def probe(ctx) -> dict:
         "ld_library_path": list(idx.ld_library_path),
         "ld_preload": ctx.env.get("LD_PRELOAD"),
     }
+    return LoaderFacts.parse(raw, Origin(sys.executable, "the ELF header of this interpreter")).to_dict()
 
 
 def _sonames(idx, stem: str, found) -> List[str]:
