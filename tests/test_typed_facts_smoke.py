@@ -121,3 +121,18 @@ def test_an_implausible_plan_header_version_is_a_probe_error_not_a_verdict():
     (f,) = by_id(findings, "probe.implausible_value")
     assert "/FAKE/model.plan" in f.title
     assert not [x for x in findings if x.id.startswith("tensorrt.engine") and "99" in x.title]
+
+
+def test_an_implausible_tensorrt_version_from_the_fake_tensorrt_worker_is_a_probe_error():
+    import os
+
+    from gpudoctor.probes import smoke_tensorrt
+    from tests.conftest import ROOT
+
+    fake = os.path.join(ROOT, "tests", "fakes", "fake_tensorrt")
+    facts = smoke_tensorrt.probe(ctx(PYTHONPATH=fake, FAKE_TENSORRT_VERSION="99.1.0"))
+    assert facts["version"] is None
+    recs = [r for r in facts["problems"] if r["kind"] == "implausible"]
+    assert recs and {r["value"] for r in recs} == {"99.1.0"} and recs[0]["path"].startswith(fake)
+    (f,) = by_id(judge({"smoke_tensorrt": facts}), "probe.implausible_value")
+    assert "99.1.0" in f.title

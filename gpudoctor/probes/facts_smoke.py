@@ -152,19 +152,35 @@ class EngineFacts:
 @dataclass
 class TensorRTSmokeFacts:
     """The smoke_tensorrt probe's facts (:func:`gpudoctor.process.trt_smoke.task_trt_smoke`, or a skip):
-    ``version`` the TensorRT that built the engine (``trt.__version__``) when the worker said it; ``raw`` the rest."""
+    ``version`` the imported module's ``__version__``, ``libnvinfer`` ``{"path", "version"}`` from its
+    getInferLibVersion(), ``engine`` ``{"tensorrt_version", "version_source"}`` the TensorRT that built the
+    engine; each version validated (a rejected one is None); ``raw`` the rest."""
 
     version: Optional[str]
+    libnvinfer: Optional[dict]
+    engine: Optional[dict]
     problems: List[dict]
     raw: Dict[str, object]
 
     @classmethod
     def parse(cls, raw: dict, origin: Origin) -> "TensorRTSmokeFacts":
-        version = origin.take(tensorrt_version, raw.get("version"), "tensorrt.__version__")
-        return cls(version, list(raw.get("problems") or []) + origin.problems, dict(raw))
+        module = raw.get("module_path") or raw.get("module")
+        version = origin.take(tensorrt_version, raw.get("version"), f"{raw.get('module') or 'tensorrt'}.__version__",
+                              path=module)
+        lib = raw.get("libnvinfer")
+        if isinstance(lib, dict):
+            lib = dict(lib, version=origin.take(tensorrt_version, lib.get("version"), "getInferLibVersion",
+                                                path=lib.get("path")))
+        eng = raw.get("engine")
+        if isinstance(eng, dict):
+            src = str(eng.get("version_source") or "")
+            where = src.rpartition(" of ")[2] if " of " in src else module
+            eng = dict(eng, tensorrt_version=origin.take(tensorrt_version, eng.get("tensorrt_version"),
+                                                         src or "the engine's TensorRT version", path=where))
+        return cls(version, lib, eng, list(raw.get("problems") or []) + origin.problems, dict(raw))
 
     def to_dict(self) -> dict:
-        return _with(self.raw, self.problems, version=self.version)
+        return _with(self.raw, self.problems, version=self.version, libnvinfer=self.libnvinfer, engine=self.engine)
 
 
 @dataclass

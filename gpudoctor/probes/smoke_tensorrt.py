@@ -10,6 +10,8 @@ import sys
 from importlib.machinery import PathFinder
 
 from gpudoctor.probes._worker import run_worker
+from gpudoctor.probes.facts import Origin
+from gpudoctor.probes.facts_smoke import TensorRTSmokeFacts
 
 MODULES = ("tensorrt", "tensorrt_bindings")  # tensorrt_lean / tensorrt_dispatch cannot build engines
 
@@ -30,7 +32,8 @@ def find_module(ctx, names=MODULES):
 
 
 def probe(ctx) -> dict:
-    """The worker's result (see :func:`gpudoctor.process.trt_smoke.task_trt_smoke`), or ``{"skipped": reason}``
+    """The worker's result (see :func:`gpudoctor.process.trt_smoke.task_trt_smoke`) through
+    :class:`gpudoctor.probes.facts_smoke.TensorRTSmokeFacts` (its TensorRT versions validated), or ``{"skipped": reason}``
     (``"absent": True`` when no TensorRT module exists)."""
     if not ctx.smoke:
         return {"skipped": "--no-smoke"}
@@ -44,4 +47,5 @@ def probe(ctx) -> dict:
                                "it runs plans but cannot build one", "runtime_only": runtime_only[0],
                     "searched": list(MODULES), "python": ctx.python}
         return {"skipped": "TensorRT is not installed", "absent": True, "searched": list(MODULES), "python": ctx.python}
-    return run_worker(ctx, "trt-smoke", found[0], timeout=max(ctx.timeout, 90.0))
+    raw = run_worker(ctx, "trt-smoke", found[0], timeout=max(ctx.timeout, 90.0))
+    return TensorRTSmokeFacts.parse(raw, Origin(found[1], "the TensorRT smoke worker")).to_dict()
