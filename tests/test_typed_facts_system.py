@@ -8,13 +8,14 @@ FAKE raw answer (a real OS, kernel or cuDNN that says such things cannot be made
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
 from gpudoctor.probes import facts as typed
 from gpudoctor.probes import facts_system as fs
-from gpudoctor.probes import environment, loader, platform, process_limits
-from tests.conftest import by_id, ctx, judge
+from gpudoctor.probes import cudnn, environment, loader, platform, process_limits
+from tests.conftest import CACHE, by_id, ctx, judge, need
 
 
 def _same(a, b):
@@ -128,3 +129,39 @@ def test_an_implausible_process_elf_class_is_a_probe_error_not_the_class_picks_a
     findings = judge({"loader": facts, "environment": {}})
     assert [f.evidence["path"] for f in by_id(findings, "probe.implausible_value")] == [exe]
     assert not by_id(findings, "library.wrong_arch")
+
+
+# --- cudnn ----------------------------------------------------------------------------------------------------
+
+def test_cudnn_shape_is_kept(monkeypatch):
+    """The real nvidia-cudnn-cu12 wheel: its library (asked in the worker) and its header."""
+    site = os.path.join(CACHE, "cudnn-cu12", "site-packages")
+    need(os.path.isdir(site), ".ci/cache/cudnn-cu12")
+    monkeypatch.syspath_prepend(site)
+    out = cudnn.probe(ctx())
+    assert set(out) == {"libraries", "headers", "loader_pick", "problems"}
+    lib = next(x for x in out["libraries"] if x.get("package") == "nvidia-cudnn-cu12")
+    assert {"path", "realpath", "origin", "version", "package", "api", "built_for_cuda_major", "built_for_cuda"} <= set(lib)
+    assert all(set(h) == {"path", "version"} for h in out["headers"])
+
+
+def test_implausible_cudnn_versions_are_probe_errors_not_versions(tmp_path):
+    inc = tmp_path / "include"
+    inc.mkdir()
+    (inc / "cudnn_version.h").write_text(  # FAKE header: a major no cuDNN has
+        "#define CUDNN_MAJOR 0\n#define CUDNN_MINOR 0\n#define CUDNN_PATCHLEVEL 0\n")
+    out = cudnn.probe(ctx(CONDA_PREFIX=str(tmp_path)))
+    (h,) = [x for x in out["headers"] if x["path"].startswith(str(tmp_path))]
+    assert h["version"] is None and _rejected(out["problems"], "CUDNN_MAJOR")
+    problems: list = []
+    lib = fs.CudnnLibrary.parse({"path": "/x/libcudnn.so.9", "version": "9.1.0"},
+                                {"cudnnGetVersion": 0, "cudnnGetCudartVersion": 99999},  # FAKE answers
+                                typed.Origin("/x/libcudnn.so.9", "FAKE worker", problems), None).to_dict()
+    assert lib["api_version"] is None and lib["built_for_cuda"] is None and lib["built_for_cuda_major"] is None
+    assert _rejected(problems, "cudnnGetVersion") and _rejected(problems, "cudnnGetCudartVersion")
+    facts = fs.CudnnFacts([], [], {}, problems).to_dict()
+    assert by_id(judge({"cudnn": facts, "environment": {}}), "probe.implausible_value")
+    assert fs.CudnnLibrary.parse({}, {"cudnnGetVersion": 90100, "cudnnGetCudartVersion": 12080},
+                                 typed.Origin("/x", "test"), None).to_dict() == \
+        {"api": {"cudnnGetVersion": 90100, "cudnnGetCudartVersion": 12080}, "api_version": "9.1.0",
+         "built_for_cuda_major": 12, "built_for_cuda": "12.8"}

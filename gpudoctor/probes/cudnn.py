@@ -14,6 +14,7 @@ import re
 from gpudoctor.formats import cudnn as cudnn_fmt
 
 from gpudoctor.probes import facts as typed
+from gpudoctor.probes.facts_system import CudnnFacts, CudnnHeader, CudnnLibrary
 from gpudoctor.probes.libfind import index_for
 from gpudoctor.probes._worker import ask_libraries
 from gpudoctor.process.problems import read_text
@@ -39,36 +40,23 @@ def _header_candidates(idx) -> list:
 
 def probe(ctx) -> dict:
     """``{"libraries": [{path, realpath, origin, version, package, built_for_cuda_major, api: {...}}],
-    "headers": [{path, version}], "loader_pick": {soname: path}}``."""
+    "headers": [{path, version}], "loader_pick": {soname: path}, "problems": [...]}``; versions validated
+    (:class:`~gpudoctor.probes.facts_system.CudnnFacts`)."""
     idx = index_for(ctx)
     copies = [c for c in idx.copies("libcudnn")]
     api = ask_libraries(ctx, [c.realpath for c in copies])
     libs, problems = [], []
     for c in copies:
-        info = c.to_dict()
-        got = api.get(c.realpath) or {}
-        info["api"] = got
-        # Validated where parsed (gpudoctor.probes.facts): an implausible answer is a problem, never a version.
-        origin = typed.Origin(c.realpath, "the library-version worker", problems)
-        if "cudnnGetVersion" in got:
-            info["api_version"] = origin.take(typed.cudnn_version, got["cudnnGetVersion"], "cudnnGetVersion")
-        built = got.get("cudnnGetCudartVersion")
-        built_cuda = origin.take(typed.cuda_version, built, "cudnnGetCudartVersion") if built else None
+        # Validated where parsed (facts_system.CudnnLibrary): an implausible answer is a problem, never a version.
         m = _WHEEL_CUDA.match(c.package or "")
-        info["built_for_cuda_major"] = int(m.group(1)) if m else (int(built_cuda.split(".")[0]) if built_cuda else None)
-        info["built_for_cuda"] = built_cuda
-        libs.append(info)
+        libs.append(CudnnLibrary.parse(c.to_dict(), api.get(c.realpath) or {},
+                                       typed.Origin(c.realpath, "the library-version worker", problems),
+                                       int(m.group(1)) if m else None))
     headers = []
     for h in _header_candidates(idx):
         text = read_text(h, problems, limit=65536)
         v = cudnn_fmt.parse_cudnn_version_header(text) if text is not None else None
-        said = typed.Origin(h, "cudnn_version.h", problems)
-        headers.append({"path": h, "version": said.take(typed.cudnn_version, ".".join(map(str, v)) if v else None,
-                                                        "CUDNN_MAJOR.CUDNN_MINOR.CUDNN_PATCHLEVEL")})
+        headers.append(CudnnHeader.parse(h, v, typed.Origin(h, "cudnn_version.h", problems)))
     majors = sorted({(c.version or "").split(".")[0] for c in copies if c.version})
-    return {
-        "libraries": libs,
-        "headers": headers,
-        "loader_pick": {f"libcudnn.so.{m}": idx.loader_pick(f"libcudnn.so.{m}") for m in majors if m},
-        "problems": problems,
-    }
+    return CudnnFacts(libs, headers, {f"libcudnn.so.{m}": idx.loader_pick(f"libcudnn.so.{m}") for m in majors if m},
+                      problems).to_dict()
