@@ -136,3 +136,18 @@ def test_an_implausible_tensorrt_version_from_the_fake_tensorrt_worker_is_a_prob
     assert recs and {r["value"] for r in recs} == {"99.1.0"} and recs[0]["path"].startswith(fake)
     (f,) = by_id(judge({"smoke_tensorrt": facts}), "probe.implausible_value")
     assert "99.1.0" in f.title
+
+
+def test_multigpu_answer_keeps_its_shape_and_an_implausible_nccl_code_is_a_probe_error():
+    import json
+
+    answer = {"device_count": 2, "self_test": False, "copies": [{"src": 0, "dst": 1, "ok": True}],
+              "nccl": {"ok": True, "version_code": 22803, "init_seconds": 0.5}, "nccl_library": "/FAKE/libnccl.so.2"}
+    out = typed.MultiGpuSmokeFacts.parse(answer, Origin("/FAKE/libcuda.so.1", "FAKE")).to_dict()
+    assert json.dumps(out) == json.dumps(answer)
+    bad = dict(answer, device_count=-3, nccl=dict(answer["nccl"], version_code=990101))
+    out = typed.MultiGpuSmokeFacts.parse(bad, Origin("/FAKE/libcuda.so.1", "FAKE")).to_dict()
+    assert out["device_count"] is None and out["nccl"]["version_code"] is None and list(out)[:-1] == list(answer)
+    recs = {r["call"]: r["path"] for r in out["problems"]}
+    assert recs == {"cudaGetDeviceCount": "/FAKE/libcuda.so.1", "ncclGetVersion": "/FAKE/libnccl.so.2"}
+    assert by_id(judge({"smoke_multigpu": out}), "probe.implausible_value")

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
 from gpudoctor.probes.facts import Implausible, Origin, compute_capability, cuda_version
-from gpudoctor.probes.facts_frameworks import tensorrt_version
+from gpudoctor.probes.facts_frameworks import nccl_version, tensorrt_version
 
 __all__ = ["sm_arch", "NvrtcRun", "NvrtcSmokeFacts", "EngineRecord", "EngineFacts", "TensorRTSmokeFacts",
            "MultiGpuSmokeFacts", "NvccBuild", "NvccSmokeFacts"]
@@ -186,21 +186,41 @@ class TensorRTSmokeFacts:
 @dataclass
 class MultiGpuSmokeFacts:
     """The smoke_multigpu probe's facts (:func:`gpudoctor.process.multigpu_smoke.multigpu_smoke_main`, or a
-    skip): ``device_count`` (>= 0), ``nccl_library`` the libnccl the child was given; ``raw`` the rest (peer
-    copies, all-reduce)."""
+    skip): ``device_count`` (0-1024, cudaGetDeviceCount), ``nccl`` the all-reduce's answer with its
+    ``version_code`` (ncclGetVersion, 22803 for 2.28.3) validated, ``nccl_library`` the libnccl the child was
+    given; a rejected value is None; ``raw`` the rest (peer copies)."""
 
     device_count: Optional[int]
+    nccl: Optional[dict]
     nccl_library: Optional[str]
     problems: List[dict]
     raw: Dict[str, object]
 
     @classmethod
     def parse(cls, raw: dict, origin: Origin) -> "MultiGpuSmokeFacts":
-        count = origin.take(_device_count, raw.get("device_count"), "cuDeviceGetCount")
-        return cls(count, raw.get("nccl_library"), list(raw.get("problems") or []) + origin.problems, dict(raw))
+        count = origin.take(_device_count, raw.get("device_count"), "cudaGetDeviceCount")
+        nccl = raw.get("nccl")
+        if isinstance(nccl, dict) and "version_code" in nccl:
+            said = origin.take(_nccl_code, nccl["version_code"], "ncclGetVersion", path=raw.get("nccl_library"))
+            nccl = dict(nccl, version_code=said)
+        return cls(count, nccl, raw.get("nccl_library"), list(raw.get("problems") or []) + origin.problems, dict(raw))
 
     def to_dict(self) -> dict:
-        return _with(self.raw, self.problems, device_count=self.device_count, nccl_library=self.nccl_library)
+        return _with(self.raw, self.problems, device_count=self.device_count, nccl=self.nccl,
+                     nccl_library=self.nccl_library)
+
+
+def _nccl_code(value) -> int:
+    """ncclGetVersion's int, kept as given when it decodes to a plausible 2.x.y (:func:`facts_frameworks.nccl_version`)."""
+    from gpudoctor.formats.nccl_env import nccl_version_from_int
+
+    try:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError
+        nccl_version(nccl_version_from_int(value))
+    except (ValueError, Implausible):
+        raise Implausible(value, "an NCCL version code (ncclGetVersion: 22803 for 2.28.3)") from None
+    return value
 
 
 def _device_count(value) -> int:

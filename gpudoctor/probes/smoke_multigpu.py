@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from gpudoctor.probes._worker import run_worker
 from gpudoctor.probes.driver import nvml_snapshot
+from gpudoctor.probes.facts import Origin
+from gpudoctor.probes.facts_smoke import MultiGpuSmokeFacts
 from gpudoctor.probes.libfind import index_for
 
 #: NCCL's first connection set-up takes seconds on 8 GPUs; a hang beyond this is reported as one.
@@ -22,7 +24,8 @@ def nccl_library(idx):
 
 def probe(ctx) -> dict:
     """The child's answer (:func:`gpudoctor.process.multigpu_smoke.multigpu_smoke_main`) plus
-    ``{"nccl_library": path|None}``; ``{"skipped": reason}`` without smoke tests or with fewer than two
+    ``{"nccl_library": path|None}``, through :class:`gpudoctor.probes.facts_smoke.MultiGpuSmokeFacts` (the device
+    count and NCCL's version code validated); ``{"skipped": reason}`` without smoke tests or with fewer than two
     GPUs that NVML sees (no child is started then)."""
     if not ctx.smoke:
         return {"skipped": "--no-smoke"}
@@ -36,4 +39,5 @@ def probe(ctx) -> dict:
     lib = nccl_library(index_for(ctx))
     res = run_worker(ctx, "multigpu-smoke", *(["--nccl", lib] if lib else []), timeout=max(ctx.timeout, TIMEOUT_S))
     res["nccl_library"] = lib
-    return res
+    return MultiGpuSmokeFacts.parse(res, Origin(lambda: index_for(ctx).loader_pick("libcuda.so.1") or "libcuda.so.1",
+                                                "the multi-GPU smoke worker")).to_dict()
