@@ -15,6 +15,8 @@ from concurrent.futures import ThreadPoolExecutor
 from gpudoctor.process.cache import Cache, file_identity
 from gpudoctor.probes import toolkit as toolkit_probe
 from gpudoctor.probes.driver import nvml_snapshot
+from gpudoctor.probes.facts import Origin
+from gpudoctor.probes.facts_smoke import NvccSmokeFacts
 from gpudoctor.process.subproc import lean_context_env, run
 
 
@@ -353,4 +355,5 @@ def probe(ctx) -> dict:
 
     with ThreadPoolExecutor(max_workers=max(1, len(toolkits))) as pool:
         builds = list(pool.map(one, toolkits))
-    return {"builds": builds, "device_ccs": ccs}
+    # Typed where returned (probes/facts_smoke.NvccSmokeFacts): releases and capabilities are checked again.
+    return NvccSmokeFacts.parse({"builds": builds, "device_ccs": ccs}, Origin(None, "the nvcc smoke probe")).to_dict()
