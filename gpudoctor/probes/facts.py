@@ -21,7 +21,7 @@ than the matrix is still seen):
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from gpudoctor.probes.record import factclass, field
 from typing import Dict, List, Optional, Tuple
 
 from gpudoctor.process.problems import record
@@ -123,7 +123,7 @@ def memory_mib(value) -> int:
     return value
 
 
-@dataclass
+@factclass
 class Origin:
     """Where values come from: ``path`` the file that answered (a library, /proc file, tool), ``via`` the
     program that asked (``"NVML worker (nvidia-ml-py)"``); implausible values land in ``problems``."""
@@ -152,7 +152,7 @@ def _split(raw: dict, typed: Tuple[str, ...]) -> Dict[str, object]:
     return {k: v for k, v in raw.items() if k not in typed}
 
 
-@dataclass
+@factclass
 class NvmlGpu:
     """One GPU as NVML answered (:func:`gpudoctor.process.worker._gpu_facts`); ``extra`` holds the
     untyped keys (PCIe, ECC, MIG, NVLink, ...) as they came."""
@@ -181,7 +181,7 @@ class NvmlGpu:
                 "memory_total_mib": self.memory_total_mib, **self.extra}
 
 
-@dataclass
+@factclass
 class NvmlSnapshot:
     """NVML's view (:func:`gpudoctor.probes.driver.nvml_snapshot`): ``status`` ok | error | unavailable,
     ``driver_version`` (e.g. "580.95.05"), ``cuda_driver_version`` ("13.0"), ``nvml_version``
@@ -221,7 +221,7 @@ class NvmlSnapshot:
         return [p for p in self.problems if p.get("kind") == "implausible"]
 
 
-@dataclass
+@factclass
 class CudaDevice:
     """One device the CUDA driver API enumerates (cuDeviceGet*): ``error`` when cuDeviceGet failed."""
 
@@ -253,7 +253,7 @@ def _answer(call, success: str):
     return call.get("value") if call.get("result") in (success, None) else None
 
 
-@dataclass
+@factclass
 class CudaApi:
     """The CUDA worker's answer (:func:`gpudoctor.process.worker.task_cuda`): ``driver_cuda_version`` from
     cuDriverGetVersion, ``runtime_version`` from cudaRuntimeGetVersion (the cudart cuda-python links),
@@ -289,7 +289,7 @@ def soname_driver_version(value) -> Optional[str]:
         return None
 
 
-@dataclass
+@factclass
 class DriverFacts:
     """The driver probe's facts (:func:`gpudoctor.probes.driver.probe`): ``nvml`` (:class:`NvmlSnapshot`),
     ``kernel_module`` ``{"version", "flavor", "arch", "build_gcc"}`` or None, ``user_space_version`` from the
@@ -343,7 +343,7 @@ class DriverFacts:
                    _split(d, keep))
 
 
-@dataclass
+@factclass
 class CudaFacts:
     """The cuda probe's facts (:func:`gpudoctor.probes.cuda.probe`): ``api`` (:class:`CudaApi`),
     ``libcudart`` copies (``version`` from the file name or the library's own cudaRuntimeGetVersion) and

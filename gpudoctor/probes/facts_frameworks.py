@@ -19,7 +19,7 @@ Plausible (structure only, never the matrix):
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from gpudoctor.probes.record import factclass, field
 from typing import Callable, Dict, List, Optional, Tuple
 
 from gpudoctor.probes.facts import Implausible, Origin, cuda_version
@@ -115,7 +115,7 @@ def majors_in_names(names, origin: Origin, where: Callable[[str], Optional[str]]
     return sorted(out)
 
 
-@dataclass
+@factclass
 class BuiltFramework:
     """torch, TensorFlow or ONNX Runtime: ``version`` (PEP 440), ``cuda`` (the CUDA it was built for, None for a
     CPU or ROCm build); ``raw`` the other keys as read (path, hip, cudnn, is_cuda_build, archs, ...)."""
@@ -136,7 +136,7 @@ class BuiltFramework:
         return _ordered(self.raw, {"version": self.version, "cuda": self.cuda})
 
 
-@dataclass
+@factclass
 class JaxFacts:
     """JAX: ``version``, ``jaxlib``, ``plugins`` ``{distribution: version}`` (PEP 440), ``cuda_majors`` from
     the plugins' names; ``raw`` the rest (archs)."""
@@ -160,7 +160,7 @@ class JaxFacts:
                                    "cuda_majors": self.cuda_majors})
 
 
-@dataclass
+@factclass
 class CupyFacts:
     """CuPy: ``distributions`` ``{name: version}`` (cupy-cuda13x ...), ``cuda_majors`` from their names."""
 
@@ -178,7 +178,7 @@ class CupyFacts:
         return _ordered(self.raw, {"distributions": self.distributions, "cuda_majors": self.cuda_majors})
 
 
-@dataclass
+@factclass
 class FrameworksFacts:
     """The frameworks probe's facts (:func:`gpudoctor.probes.frameworks.probe`): each framework or None when
     not installed; ``problems`` unreadable files and rejected values."""
@@ -209,7 +209,7 @@ def _trt_distribution(name: str) -> bool:
     return re.fullmatch(r"tensorrt(-lean|-dispatch)?(-cu\d+)?(-libs|-bindings)?", name) is not None
 
 
-@dataclass
+@factclass
 class TensorRTModule:
     """One importable TensorRT module: ``version`` (static ``__version__`` or what its import printed)."""
 
@@ -225,7 +225,7 @@ class TensorRTModule:
         return _ordered(self.raw, {"version": self.version})
 
 
-@dataclass
+@factclass
 class TensorRTFacts:
     """The tensorrt probe's facts (:func:`gpudoctor.probes.tensorrt.probe`): ``modules``, ``distributions``
     ``{name: version}`` (a name's CUDA major 1-20, TensorRT's own a TensorRT version), ``libnvinfer`` copies
@@ -264,7 +264,7 @@ class TensorRTFacts:
         return out
 
 
-@dataclass
+@factclass
 class NcclLibrary:
     """One libnccl copy: ``version`` from its file or distribution name, ``api_version`` ncclGetVersion's answer
     as ``2.x.y`` (the raw int stays in ``api``); ``raw`` the copy's other keys."""
@@ -288,7 +288,7 @@ class NcclLibrary:
         return _ordered(self.raw, {"version": self.version, "api_version": self.api_version})
 
 
-@dataclass
+@factclass
 class NcclFacts:
     """The nccl probe's facts (:func:`gpudoctor.probes.nccl.probe`): ``libraries``; ``raw`` the rest as read
     (loader_pick, vars, infiniband_devices, net_interfaces, shm); ``problems``."""

@@ -19,7 +19,7 @@ Plausible (structure only, never the matrix):
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from gpudoctor.probes.record import factclass, field
 from typing import Dict, List, Optional
 
 from gpudoctor.probes.facts import Implausible, Origin, compute_capability, cuda_version
@@ -52,7 +52,7 @@ def _with(raw: dict, problems: List[dict], **typed) -> dict:
     return out
 
 
-@dataclass
+@factclass
 class NvrtcRun:
     """One compile (and launch) of the NVRTC smoke worker: ``ordinal`` the device (None: no device), ``arch``
     the CUBIN's target; ``raw`` the rest (compile_result, compile_seconds, log, cubin_bytes, launch, ...)."""
@@ -65,7 +65,7 @@ class NvrtcRun:
         return _with(self.raw, [], ordinal=self.ordinal, arch=self.arch)
 
 
-@dataclass
+@factclass
 class NvrtcSmokeFacts:
     """The smoke_nvrtc probe's facts (:func:`gpudoctor.process.worker.task_nvrtc_smoke`): ``nvrtc_version``
     ("13.0"), ``supported_archs`` (["sm_75", ...]), ``runs``; a run whose arch (the device's compute capability)
@@ -103,7 +103,7 @@ class NvrtcSmokeFacts:
                      runs=None if self.runs is None else [r.to_dict() for r in self.runs])
 
 
-@dataclass
+@factclass
 class EngineRecord:
     """One ``--engine`` plan (:func:`gpudoctor.probes.engine.probe`): ``header`` the plan header's facts
     (:func:`gpudoctor.formats.engine_plan.header_facts`) with ``trt_version`` (its parts joined) and
@@ -133,7 +133,7 @@ class EngineRecord:
         return _with(self.raw, [], path=self.path, header=self.header, error=self.error, reason=self.reason)
 
 
-@dataclass
+@factclass
 class EngineFacts:
     """The engine probe's facts: ``engines`` (:class:`EngineRecord`); ``problems`` only when a value was rejected."""
 
@@ -149,7 +149,7 @@ class EngineFacts:
         return _with({"engines": None}, self.problems, engines=[e.to_dict() for e in self.engines])
 
 
-@dataclass
+@factclass
 class TensorRTSmokeFacts:
     """The smoke_tensorrt probe's facts (:func:`gpudoctor.process.trt_smoke.task_trt_smoke`, or a skip):
     ``version`` the imported module's ``__version__``, ``libnvinfer`` ``{"path", "version"}`` from its
@@ -183,7 +183,7 @@ class TensorRTSmokeFacts:
         return _with(self.raw, self.problems, version=self.version, libnvinfer=self.libnvinfer, engine=self.engine)
 
 
-@dataclass
+@factclass
 class MultiGpuSmokeFacts:
     """The smoke_multigpu probe's facts (:func:`gpudoctor.process.multigpu_smoke.multigpu_smoke_main`, or a
     skip): ``device_count`` (0-1024, cudaGetDeviceCount), ``nccl`` the all-reduce's answer with its
@@ -229,7 +229,7 @@ def _device_count(value) -> int:
     return value
 
 
-@dataclass
+@factclass
 class NvccBuild:
     """One nvcc smoke build (:func:`gpudoctor.probes.smoke_nvcc.probe`): ``nvcc`` the compiler, ``release``
     its CUDA release ("13.0"); ``raw`` the rest (command, compile output, run, cache, differential)."""
@@ -242,7 +242,7 @@ class NvccBuild:
         return _with(self.raw, [], nvcc=self.nvcc, release=self.release)
 
 
-@dataclass
+@factclass
 class NvccSmokeFacts:
     """The smoke_nvcc probe's facts: ``builds`` (:class:`NvccBuild`), ``device_ccs`` the GPUs' compute
     capabilities the builds targeted; a rejected release or capability is None / left out."""

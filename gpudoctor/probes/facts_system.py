@@ -23,7 +23,7 @@ Plausible, from each source's own definition (structure only):
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from gpudoctor.probes.record import factclass, field
 from typing import Dict, List, Optional
 
 from gpudoctor.probes.facts import MAX_MEMORY_MIB, Implausible, Origin, cuda_version, cudnn_version
@@ -106,7 +106,7 @@ def _problems(raw_problems, origin: Origin) -> Optional[List[dict]]:
 
 # --- platform ----------------------------------------------------------------------------------------------------
 
-@dataclass
+@factclass
 class PlatformFacts:
     """The platform probe's facts (:func:`gpudoctor.probes.platform.probe`): ``os_id`` and ``os_version_id`` from
     /etc/os-release (a rejected ID falls back to the system's name, as a missing one does), ``kernel`` (uname
@@ -142,7 +142,7 @@ class PlatformFacts:
 
 # --- environment -------------------------------------------------------------------------------------------------
 
-@dataclass
+@factclass
 class PathEntry:
     """One entry of a search path (LD_LIBRARY_PATH, PATH): ``cuda_version`` the release its name (or its
     symlink's target) claims, ``"12.4"`` of ``/usr/local/cuda-12.4/lib64``."""
@@ -162,7 +162,7 @@ class PathEntry:
         return {"index": self.index, "path": self.path, "exists": self.exists, "cuda_version": self.cuda_version}
 
 
-@dataclass
+@factclass
 class EnvironmentFacts:
     """The environment probe's facts (:func:`gpudoctor.probes.environment.probe`): ``ld_library_path`` and
     ``path_cuda_entries`` (:class:`PathEntry`), ``var_cuda_versions`` {CUDA_HOME: "12.4"} (validated); ``extra``
@@ -202,7 +202,7 @@ class EnvironmentFacts:
 
 # --- process_limits ----------------------------------------------------------------------------------------------
 
-@dataclass
+@factclass
 class Rlimit:
     """One resource limit (getrlimit(2)): ``soft``/``hard`` bytes or counts, None = unlimited (a rejected value is
     None too: no rule judges it, ``probe.implausible_value`` reports it)."""
@@ -222,7 +222,7 @@ class Rlimit:
         return {"soft": self.soft, "hard": self.hard}
 
 
-@dataclass
+@factclass
 class GpuProcess:
     """A process NVML says holds a context on a GPU, resolved in /proc (:func:`gpudoctor.probes.process_limits._resolve`)."""
 
@@ -249,7 +249,7 @@ def _sizes(raw, keys, origin: Origin, what: str, path: Optional[str]):
     return dict(raw, **{k: origin.take(count, raw[k], f"{what} {k}", path=path) for k in keys if raw.get(k) is not None})
 
 
-@dataclass
+@factclass
 class ProcessLimitsFacts:
     """The process_limits probe's facts (:func:`gpudoctor.probes.process_limits.probe`): ``rlimits``
     {RLIMIT_*: :class:`Rlimit`}, ``shm`` {path, size_bytes, free_bytes} and ``cgroup_memory`` {path, max_bytes,
@@ -296,7 +296,7 @@ def _running(key: str):
 
 # --- loader ------------------------------------------------------------------------------------------------------
 
-@dataclass
+@factclass
 class LoaderFacts:
     """The loader probe's facts (:func:`gpudoctor.probes.loader.probe`): ``process`` {executable, elf_class,
     machine}, this interpreter's ELF header (class and machine validated: every pick is judged against them, so a
@@ -328,7 +328,7 @@ class LoaderFacts:
 
 # --- cudnn -------------------------------------------------------------------------------------------------------
 
-@dataclass
+@factclass
 class CudnnLibrary:
     """One libcudnn copy: ``api_version`` from its cudnnGetVersion() ("9.1.0"; present only when asked),
     ``built_for_cuda`` from cudnnGetCudartVersion() ("12.0"), ``built_for_cuda_major`` from the wheel's
@@ -357,7 +357,7 @@ class CudnnLibrary:
         return out
 
 
-@dataclass
+@factclass
 class CudnnHeader:
     """A ``cudnn_version.h``: ``version`` its CUDNN_MAJOR.CUDNN_MINOR.CUDNN_PATCHLEVEL, validated."""
 
@@ -373,7 +373,7 @@ class CudnnHeader:
         return {"path": self.path, "version": self.version}
 
 
-@dataclass
+@factclass
 class CudnnFacts:
     """The cudnn probe's facts (:func:`gpudoctor.probes.cudnn.probe`): ``libraries`` (:class:`CudnnLibrary`),
     ``headers`` (:class:`CudnnHeader`), ``loader_pick`` {"libcudnn.so.9": path|None}, ``problems``."""

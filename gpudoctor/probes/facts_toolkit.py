@@ -20,7 +20,7 @@ Plausible, from the tools' own numbering (structure only, never the matrix):
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from gpudoctor.probes.record import factclass, field
 from typing import Dict, List, Optional
 
 from gpudoctor.probes.facts import Implausible, Origin, cuda_version
@@ -63,7 +63,7 @@ def _without(raw: dict, typed) -> Dict[str, object]:
     return {k: v for k, v in raw.items() if k not in typed}
 
 
-@dataclass
+@factclass
 class HostCompiler:
     """The host compiler one nvcc runs (``describe_nvcc``): ``command`` as nvcc names it, ``path`` on nvcc's PATH,
     ``kind`` gnu | clang, ``version_seen_by_nvcc`` what that compiler says of itself (else the dry run's),
@@ -100,7 +100,7 @@ class HostCompiler:
         return out
 
 
-@dataclass
+@factclass
 class Ptxas:
     """A ptxas and what its ``--version`` said: ``release`` ("13.0"), ``version``/``build`` as printed (in
     ``extra``, with ``realpath``, and ``problems`` for ``ptxas_on_path``). ``release`` is absent from the dict
@@ -123,7 +123,7 @@ class Ptxas:
         return out
 
 
-@dataclass
+@factclass
 class HostConfig:
     """Host-compiler bounds from a toolkit's ``crt/host_config.h`` (inclusive; MSVC as ``_MSC_VER``), ``path``."""
 
@@ -145,7 +145,7 @@ class HostConfig:
         return dict(self.bounds, path=self.path)
 
 
-@dataclass
+@factclass
 class Toolkit:
     """One nvcc (``describe_nvcc``): ``release`` ("13.0"), ``host_compiler``, ``ptxas``, ``host_config``;
     ``raw`` the rest in today's order (nvcc, home, version and build as printed, gpu_codes, errors, problems,
@@ -166,7 +166,7 @@ class Toolkit:
         return out
 
 
-@dataclass
+@factclass
 class ToolkitFacts:
     """The toolkit probe's facts: ``toolkits`` (the PATH's first), ``on_path`` the nvcc PATH finds,
     ``ptxas_on_path`` a ptxas first on PATH that no nvcc here runs, or None."""
@@ -180,7 +180,7 @@ class ToolkitFacts:
                 "ptxas_on_path": self.ptxas_on_path.to_dict() if self.ptxas_on_path else None}
 
 
-@dataclass
+@factclass
 class Compiler:
     """A default compiler first on PATH (gcc, g++, clang, clang++): ``version`` from ``--version``, or None with
     ``error`` saying why (it printed none, or an implausible one) and the record in ``problems``."""
@@ -207,7 +207,7 @@ class Compiler:
                 "problems": self.problems}
 
 
-@dataclass
+@factclass
 class VersionedCompiler:
     """A ``g++-N`` / ``clang++-N`` on PATH: ``major`` N from its file name."""
 
@@ -219,7 +219,7 @@ class VersionedCompiler:
         return {"path": self.path, "kind": self.kind, "major": self.major}
 
 
-@dataclass
+@factclass
 class CompilerFacts:
     """The compilers probe's facts: ``default`` {name: :class:`Compiler`}, ``versioned`` sorted by (kind, major),
     ``env`` the variables that pick another host compiler (CUDAHOSTCXX, NVCC_CCBIN, CC, CXX), ``problems`` the
