@@ -366,6 +366,20 @@ def test_kb_rejects_nested_quantifiers_and_bad_files(tmp_path):
         load_kb(tmp_path)
 
 
+def test_shipped_kb_compiles_every_regex_and_lazy_loading_reads_the_same(tmp_path):
+    strict = load_kb(strict=True)  # every regex compiled now: one that does not compile is a KbError here
+    assert sum(v.regex is not None for s in strict for v in s.variants) > 100
+    bad = json.loads((ROOT / "gpudoctor" / "explain" / "kb" / "driver.too_old.json").read_text())
+    bad["variants"] = [dict(bad["variants"][0], regex="unclosed (group")]
+    (tmp_path / "driver.too_old.json").write_text(json.dumps(bad))
+    with pytest.raises(KbError, match="does not compile"):
+        load_kb(tmp_path)  # a user's KB directory is loaded strictly by default
+    log = ("nvcc fatal   : Unsupported gpu architecture 'compute_20'\n"
+           "CUDA driver version is insufficient for CUDA runtime version\n")
+    assert [(d.finding.id, d.finding.title) for d in diagnose_text(log, KB)] == \
+        [(d.finding.id, d.finding.title) for d in diagnose_text(log, strict)]
+
+
 # ----------------------------------------------------------------------------- hostile input
 
 

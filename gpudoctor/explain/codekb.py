@@ -73,10 +73,13 @@ def generated_variants(data: dict) -> Dict[str, List[dict]]:
                 if c["class"] != "success":
                     numbers.setdefault(c["value"], set()).add(_class(c))
 
+    seen: set = set()  # (class, literal, regex): the first variant of each kept
+
     def add(cls: str, variant: dict) -> None:
-        lst = out.setdefault(cls, [])
-        if not any(v["literal"] == variant["literal"] and v.get("regex") == variant.get("regex") for v in lst):
-            lst.append(variant)
+        key = (cls, variant["literal"], variant.get("regex"))
+        if key not in seen:
+            seen.add(key)
+            out.setdefault(cls, []).append(variant)
 
     for enum in data["enums"]:
         src = f"{enum['doc_url']} ({enum['enum']}, generated from {', '.join(_short_sources(enum))})"

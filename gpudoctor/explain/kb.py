@@ -39,12 +39,34 @@ class KbError(ValueError):
     """A signature file is invalid (names the file and the problem)."""
 
 
+class LazyPattern:
+    """A case-insensitive regex compiled on its first ``search``: the KB holds over a thousand, a log reaches
+    a few, and compiling them all cost ~0.3 s of every check that read a tool's words. ``load_kb(strict=True)``
+    (the tests, a user's KB directory) compiles every one up front so that none fails late."""
+
+    __slots__ = ("pattern", "_rx")
+
+    def __init__(self, pattern: str):
+        self.pattern, self._rx = pattern, None
+
+    def compiled(self) -> Pattern[str]:
+        if self._rx is None:
+            self._rx = re.compile(self.pattern, re.IGNORECASE)
+        return self._rx
+
+    def search(self, text: str):
+        return self.compiled().search(text)
+
+    def __repr__(self) -> str:
+        return f"LazyPattern({self.pattern!r})"
+
+
 @dataclass(frozen=True)
 class Variant:
     name: str
     anchor: bytes
     literal: bytes
-    regex: Optional[Pattern[str]]
+    regex: Optional[object]  # a compiled Pattern or a LazyPattern: both have .pattern and .search(text)
     weight: float
     source: str
     vars: Dict[str, str] = field(default_factory=dict)  # fixed values a match adds (generated variants)
@@ -64,7 +86,7 @@ class Signature:
     file: str = ""
 
 
-def _variant(file: str, i: int, v: dict) -> Variant:
+def _variant(file: str, i: int, v: dict, strict: bool = True) -> Variant:
     where = f"{file}: variants[{i}]"
     for key in ("name", "anchor", "literal", "source"):
         if not isinstance(v.get(key), str) or not v[key]:
@@ -80,10 +102,12 @@ def _variant(file: str, i: int, v: dict) -> Variant:
     if v.get("regex"):
         if _NESTED.search(v["regex"]):
             raise KbError(f"{where}: 'regex' nests quantifiers (catastrophic backtracking risk): {v['regex']!r}")
-        try:
-            rx = re.compile(v["regex"], re.IGNORECASE)
-        except re.error as exc:
-            raise KbError(f"{where}: 'regex' does not compile: {exc}") from None
+        rx = LazyPattern(v["regex"])
+        if strict:
+            try:
+                rx.compiled()
+            except re.error as exc:
+                raise KbError(f"{where}: 'regex' does not compile: {exc}") from None
     weight = v.get("weight", 0.8)
     if not isinstance(weight, (int, float)) or not 0 < weight <= 1:
         raise KbError(f"{where}: 'weight' must be in (0, 1]")
@@ -96,7 +120,7 @@ def _variant(file: str, i: int, v: dict) -> Variant:
     return Variant(v["name"], anchor.encode(), literal.encode(), rx, float(weight), v["source"], dict(fixed))
 
 
-def _signature(path: Path) -> Signature:
+def _signature(path: Path, strict: bool = True) -> Signature:
     file = path.name
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
@@ -121,7 +145,7 @@ def _signature(path: Path) -> Signature:
     if extra:
         raise KbError(f"{file}: unknown field(s) {sorted(extra)}")
     return Signature(doc["id"], doc["area"], doc["severity"], doc["title"], doc["detail"], doc.get("doc"),
-                     tuple(fixes), tuple(_variant(file, i, v) for i, v in enumerate(variants)),
+                     tuple(fixes), tuple(_variant(file, i, v, strict) for i, v in enumerate(variants)),
                      dict(doc.get("defaults") or {}), file)
 
 
@@ -143,20 +167,23 @@ def _tool_variants(root: Path) -> Dict[str, List[dict]]:
         raise KbError(f"tools/classified.json: cannot be read: {exc}") from None
 
 
-def load_kb(directory: Optional[Path] = None) -> List[Signature]:
+def load_kb(directory: Optional[Path] = None, strict: Optional[bool] = None) -> List[Signature]:
     """Every signature file in ``directory`` (default: the shipped KB), sorted by id, with the
     variants generated from NVIDIA's error enumerations (``codes/generated.json``, see
     :mod:`gpudoctor.explain.codekb`) and from the classified messages of NVIDIA's binaries
     (``tools/classified.json``, see :mod:`gpudoctor.explain.toolwords`) added to their classes.
     Raises KbError: an invalid file, a generated class without a signature file, or a signature left
-    without any variant."""
+    without any variant. ``strict`` (default: only for a ``directory`` given) also compiles every regex now,
+    so that one that does not compile is a KbError here; the shipped KB's are compiled on first use
+    (tests load it strictly)."""
     from gpudoctor.explain.codekb import generated_variants, load_generated
 
     root = Path(directory) if directory else KB_DIR
+    strict = directory is not None if strict is None else strict
     files = sorted(root.glob("*.json"))
     if not files:
         raise KbError(f"{root}: no signature files")
-    sigs = [_signature(p) for p in files]
+    sigs = [_signature(p, strict) for p in files]
     try:
         data = load_generated(root / "codes" / "generated.json")
     except (OSError, ValueError) as exc:
@@ -171,7 +198,7 @@ def load_kb(directory: Optional[Path] = None) -> List[Signature]:
         raise KbError(f"codes/generated.json: classes without a signature file: {unknown}")
     out = []
     for sig in sigs:
-        gen = tuple(_variant(f"{sig.file} (generated)", i, v) for i, v in enumerate(extra.get(sig.id, ())))
+        gen = tuple(_variant(f"{sig.file} (generated)", i, v, strict) for i, v in enumerate(extra.get(sig.id, ())))
         hand = {(v.literal, v.regex.pattern if v.regex else None) for v in sig.variants}
         # a tool's template that a hand variant of its class already recognises adds nothing but a score bump
         gen = tuple(g for g in gen if "tool_template" not in g.vars or not _recognised(sig, g.vars["tool_template"]))
