@@ -5,13 +5,20 @@ checkout and an older one).
 Prints one JSON object: ``phases`` (seconds from the harness's start: ``import`` of gpudoctor.cli, ``setup``,
 ``matrix``, ``rules_import``, ``wait`` for the probes, ``evaluate``, ``annotate``, ``render`` = the rest to
 ``main``'s return) and ``probes`` ({name: [start, end, thread CPU seconds]}, from the probes' start). Phases
-an older checkout lacks are absent. Usage: python benchmarks/check_phases.py [check options]
+an older checkout lacks are absent. ``workers``: {task: [[start, end], ...]} of every gpudoctor worker
+child asked (run_worker), from the probes' start. With PHASES_SAMPLE=1 also ``samples``: for each probe
+thread and the main thread, where it was (innermost gpudoctor frame > innermost frame) at each 2 ms tick,
+the most frequent first: a sampling profile that shows waits as well as work (it costs the check a little).
+Usage: python benchmarks/check_phases.py [check options]
 """
 from __future__ import annotations
 
+import collections
 import dataclasses
 import json
+import os
 import sys
+import threading
 import time
 
 T0 = time.perf_counter()
@@ -29,13 +36,26 @@ def main() -> int:
                 phases[name] = phases.get(name, 0.0) + time.perf_counter() - t
         return inner
 
+    import gpudoctor.probes._worker as worker  # before the probe modules import run_worker by name
+
+    workers = collections.defaultdict(list)
+    real_run_worker = worker.run_worker
+
+    def run_worker(ctx, task, *a, **k):
+        t = time.perf_counter() - started.get("t", T0)
+        try:
+            return real_run_worker(ctx, task, *a, **k)
+        finally:
+            workers[task].append([round(t, 4), round(time.perf_counter() - started.get("t", T0), 4)])
+
+    worker.run_worker = run_worker
+    started = {}
     import gpudoctor.cli as cli
     import gpudoctor.check as check
     import gpudoctor.rules as rules
 
     phases["import"] = time.perf_counter() - T0
     spans = {}
-    started = {}
 
     def start_probes(probes, ctx):
         started["t"] = time.perf_counter()
@@ -70,6 +90,30 @@ def main() -> int:
         annotate.annotate = timed("annotate", annotate.annotate)
     except ImportError:  # a checkout from before the tool's words were read
         pass
+    samples = collections.defaultdict(collections.Counter)
+    stop = threading.Event()
+
+    def sample():
+        pkg = os.sep + "gpudoctor" + os.sep
+        names = {}
+        while not stop.wait(0.002):
+            names.update({t.ident: t.name for t in threading.enumerate()})
+            for ident, frame in sys._current_frames().items():
+                name = names.get(ident, "?")
+                if not (name.startswith("probe-") or name == "MainThread"):
+                    continue
+                inner, ours = frame, None
+                f = frame
+                while f is not None:
+                    if ours is None and pkg in f.f_code.co_filename and "check_phases" not in f.f_code.co_filename:
+                        ours = f
+                    f = f.f_back
+                where = (f"{os.path.basename(ours.f_code.co_filename)}:{ours.f_lineno}:{ours.f_code.co_name}" if ours else "-")
+                samples[name][f"{where} > {inner.f_code.co_name}"] += 1
+
+    sampler = threading.Thread(target=sample, daemon=True) if os.environ.get("PHASES_SAMPLE") else None
+    if sampler:
+        sampler.start()
     out = sys.stdout
     sys.stdout = open("/dev/null", "w")
     t = time.perf_counter()
@@ -79,11 +123,13 @@ def main() -> int:
         sys.stdout.close()
         sys.stdout = out
     total = time.perf_counter() - T0
+    stop.set()
     known = sum(v for k, v in phases.items() if k not in ("import",))
     phases["main"] = time.perf_counter() - t
     phases["render_and_rest"] = phases["main"] - known
     print(json.dumps({"exit": code, "total": round(total, 4), "phases": {k: round(v, 4) for k, v in phases.items()},
-                      "probes": spans}))
+                      "probes": spans, "workers": workers,
+                      **({"samples": {k: v.most_common(8) for k, v in samples.items()}} if sampler else {})}))
     return 0
 
 

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# Where the warm check's time goes, this checkout against older ones (.carry/base: `git archive bedf95a`, from
-# before issue 24; .carry/head: another commit to compare, when present), on one machine, interleaved: each
+# Where the warm check's time goes, this checkout against others (every .carry/*/ with a gpudoctor/: base is
+# `git archive bedf95a`, from before issue 24; others are variants to compare), on one machine, interleaved: each
 # round runs benchmarks/check_phases.py once per checkout, with and without the smoke tests. Then the healthy
 # report of this checkout (-v and JSON) and the interleaved wall-clock bench. Outputs under $OUT.
 set -u
 . "$(dirname "$0")/device_env.sh"
 site=${PYTHONPATH#*:}
 here=$PWD
-roots=("$PWD/.carry/base")
-[ -d "$PWD/.carry/head" ] && roots+=("$PWD/.carry/head")
+roots=()
+for d in "$PWD"/.carry/*/; do [ -d "$d/gpudoctor" ] && roots+=("${d%/}"); done  # base first: sorted by name
 roots+=("$PWD")
 for root in "${roots[@]}"; do  # fill every cache (smoke builds, worker answers) and the .pyc files
   (cd "$root" && PYTHONPATH="$root:$site" python3 -m gpudoctor check >/dev/null 2>&1; PYTHONPATH="$root:$site" python3 -m gpudoctor check >/dev/null 2>&1)
@@ -34,11 +34,21 @@ for opt in ("", "--no-smoke"):
     print(f"{'total':18}" + "".join(f"{med(n, lambda r: r['total']):10.3f}" for n in names))
     for k in keys:
         print(f"{k:18}" + "".join(f"{med(n, lambda r: r['phases'].get(k, 0)):10.3f}" for n in names))
+    tasks = sorted({t for r in rows for t in r.get("workers", {})})
+    for t in tasks:  # each worker task's first answer: its end, from the probes' start
+        print(f"worker {t:11}" + "".join(f"{med(n, lambda r: (r.get('workers', {}).get(t) or [[0, 0]])[0][1]):10.3f}" for n in names))
     probes = sorted({p for r in rows for p in r["probes"]})
     for p in probes:
         print(f"probe {p:12}" + "".join(f"{med(n, lambda r: r['probes'].get(p, [0, 0, 0])[1]):10.3f}" for n in names)
               + "   (end; start, cpu of this: " + ", ".join(f"{med('this', lambda r: r['probes'].get(p, [0, 0, 0])[i]):.3f}" for i in (0, 2)) + ")")
 PY
+for round in $(seq "${SAMPLED:-2}"); do  # the same with a sampling profile of every thread (slower: not for timing)
+  for root in "${roots[@]}"; do
+    name=$(basename "$root"); [ "$root" = "$PWD" ] && name=this
+    (cd "$root" && PHASES_SAMPLE=1 PYTHONPATH="$root:$site" python3 "$here/benchmarks/check_phases.py") \
+      | sed "s/^{/{\"root\": \"$name\", /" >> "$OUT/sampled.jsonl"
+  done
+done
 python3 -m gpudoctor check -v > "$OUT/healthy_this_v.txt" 2>&1
 python3 -m gpudoctor check --json -o "$OUT/healthy_this.json" > /dev/null 2>&1
 (cd .carry/base && PYTHONPATH="$PWD:$site" python3 -m gpudoctor check -v > "$OUT/healthy_base_v.txt" 2>&1)
