@@ -1,6 +1,7 @@
 """Where one warm `gpudoctor check` spends its wall time: the main thread's phases and each probe thread's
 span, in one process, for whichever gpudoctor is first on sys.path (so that the same harness measures this
-checkout and an older one).
+checkout and an older one). ``cpu``: user+sys seconds of this process (all its threads: they share one
+interpreter lock, so its Python work is the check's critical path) and of its waited-for children.
 
 Prints one JSON object: ``phases`` (seconds from the harness's start: ``import`` of gpudoctor.cli, ``setup``,
 ``matrix``, ``rules_import``, ``wait`` for the probes, ``evaluate``, ``annotate``, ``render`` = the rest to
@@ -17,6 +18,7 @@ import collections
 import dataclasses
 import json
 import os
+import resource
 import sys
 import threading
 import time
@@ -127,7 +129,9 @@ def main() -> int:
     known = sum(v for k, v in phases.items() if k not in ("import",))
     phases["main"] = time.perf_counter() - t
     phases["render_and_rest"] = phases["main"] - known
-    print(json.dumps({"exit": code, "total": round(total, 4), "phases": {k: round(v, 4) for k, v in phases.items()},
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = {"self": round(me.ru_utime + me.ru_stime, 4), "children": round(kids.ru_utime + kids.ru_stime, 4)}
+    print(json.dumps({"exit": code, "total": round(total, 4), "cpu": cpu, "phases": {k: round(v, 4) for k, v in phases.items()},
                       "probes": spans, "workers": workers,
                       **({"samples": {k: v.most_common(8) for k, v in samples.items()}} if sampler else {})}))
     return 0

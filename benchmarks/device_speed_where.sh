@@ -32,6 +32,8 @@ for opt in ("", "--no-smoke"):
     print(f"{'phase':18}" + "".join(f"{n:>10}" for n in names))
     med = lambda n, f: statistics.median([f(r) for r in rows if r["root"] == n and r["opt"] == opt] or [float('nan')])
     print(f"{'total':18}" + "".join(f"{med(n, lambda r: r['total']):10.3f}" for n in names))
+    print(f"{'mean total':18}" + "".join(f"{statistics.mean([r['total'] for r in rows if r['root'] == n and r['opt'] == opt]):10.3f}" for n in names))
+    print(f"{'cpu self':18}" + "".join(f"{med(n, lambda r: r.get('cpu', {}).get('self', 0)):10.3f}" for n in names))
     for k in keys:
         print(f"{k:18}" + "".join(f"{med(n, lambda r: r['phases'].get(k, 0)):10.3f}" for n in names))
     tasks = sorted({t for r in rows for t in r.get("workers", {})})

@@ -16,6 +16,7 @@ import bisect
 import fnmatch
 import glob
 import os
+import re
 import site
 import sys
 from dataclasses import dataclass
@@ -94,6 +95,35 @@ _DIST_GLOBS = ("nvidia_*.dist-info", "tensorrt*.dist-info", "cuda_*.dist-info", 
                "jax*.dist-info", "cupy*.dist-info", "onnxruntime*.dist-info", "tensorflow*.dist-info")
 
 
+_DIST_INFO = re.compile("|".join(fnmatch.translate(g) for g in _DIST_GLOBS))
+
+
+def _dist_infos(site_dir: str) -> List[str]:
+    """The dist-info directories of ``site_dir`` that :data:`_DIST_GLOBS` match, sorted: one listing of a
+    site-packages that may hold thousands of entries (the globs listed it once each)."""
+    try:
+        names = os.listdir(site_dir)
+    except OSError:
+        return []
+    return sorted(os.path.join(site_dir, n) for n in names if not n.startswith(".") and _DIST_INFO.match(n))
+
+
+class _RealPaths:
+    """``os.path.realpath`` of many files in few directories: each directory resolved once, each file only
+    checked for being a link itself (the same answers; a wheel's RECORD lists hundreds of libraries)."""
+
+    def __init__(self):
+        self._dirs: Dict[str, str] = {}
+
+    def __call__(self, path: str) -> str:
+        d, name = os.path.split(path)
+        real_dir = self._dirs.get(d)
+        if real_dir is None:
+            real_dir = self._dirs[d] = os.path.realpath(d)
+        full = os.path.join(real_dir, name)
+        return os.path.realpath(full) if os.path.islink(full) else full
+
+
 def pip_owned_libs(site_dirs: List[str], problems: Optional[list] = None) -> Dict[str, Tuple[str, str]]:
     """Map realpath of each shared library shipped by an ``nvidia-*`` (or ``tensorrt*``)
     wheel to (distribution name, version), read from the wheels' RECORD files. A dist-info
@@ -101,8 +131,9 @@ def pip_owned_libs(site_dirs: List[str], problems: Optional[list] = None) -> Dic
     from gpudoctor.process import problems as P
 
     owned: Dict[str, Tuple[str, str]] = {}
+    realpath = _RealPaths()
     for sp in site_dirs:
-        for info in sorted({i for g in _DIST_GLOBS for i in glob.glob(os.path.join(sp, g))}):
+        for info in _dist_infos(sp):
             name, version = _dist_name_version(info)
             missing = [f for f in ("METADATA", "RECORD") if not os.path.isfile(os.path.join(info, f))]
             if missing and problems is not None:
@@ -115,7 +146,7 @@ def pip_owned_libs(site_dirs: List[str], problems: Optional[list] = None) -> Dic
             for line in (text or "").splitlines():
                 rel = line.split(",", 1)[0]
                 if ".so" in rel or rel.endswith(".dll"):
-                    owned[os.path.realpath(os.path.join(sp, rel))] = (name, version)
+                    owned[realpath(os.path.join(sp, rel))] = (name, version)
     return owned
 
 
@@ -139,6 +170,8 @@ class LibraryIndex:
         self.dirs = self._search_dirs()
         self._files: Dict[str, dict] = {}  # path -> elf_check.check_file (one header read per file per run)
         self._dirs_listed: Dict[str, List[str]] = {}
+        self._realpath = _RealPaths()
+        self._copies: Dict[str, List[LibCopy]] = {}
         self._process: Optional[dict] = None
         #: (file, entry, via) of each object every process loads first: LD_PRELOAD, then /etc/ld.so.preload.
         self.preload = self._preloads()
@@ -192,16 +225,26 @@ class LibraryIndex:
             dirs += [(d, "pip") for d in glob.glob(os.path.join(sp, "tensorrt_libs"))]
         if self.env.get("CONDA_PREFIX"):
             dirs += [(os.path.join(self.env["CONDA_PREFIX"], "lib"), "conda")]
-        seen, out = set(), []
+        seen, asked, out = set(), set(), []
         for d, origin in dirs:
-            key = os.path.realpath(d) if d else d
-            if d and key not in seen and os.path.isdir(d):
+            if not d or d in asked:  # the ldconfig cache names a few directories hundreds of times
+                continue
+            asked.add(d)
+            key = os.path.realpath(d)
+            if key not in seen and os.path.isdir(d):
                 seen.add(key)
                 out.append((d, origin))
         return out
 
     def copies(self, stem: str) -> List[LibCopy]:
-        """Every distinct file (by realpath) named ``{stem}.so*``, e.g. stem ``libcudart``."""
+        """Every distinct file (by realpath) named ``{stem}.so*``, e.g. stem ``libcudart``; looked up once per
+        run (the loader probe asks again for what the other probes asked)."""
+        known = self._copies.get(stem)
+        if known is None:
+            known = self._copies[stem] = self._find_copies(stem)
+        return list(known)
+
+    def _find_copies(self, stem: str) -> List[LibCopy]:
         found: Dict[str, LibCopy] = {}
         pattern = stem + ".so*"
         prefix = pattern.split("*", 1)[0].split("?", 1)[0].split("[", 1)[0]
@@ -209,7 +252,7 @@ class LibraryIndex:
             listing = self._listing(d)
             names = listing[bisect.bisect_left(listing, prefix):bisect.bisect_left(listing, prefix + "\U0010ffff")]
             for path in [os.path.join(d, n) for n in fnmatch.filter(names, pattern)]:
-                real = os.path.realpath(path)
+                real = self._realpath(path)
                 if real in found or not os.path.isfile(real):
                     continue
                 pkg = self.pip_owned.get(real)
