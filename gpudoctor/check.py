@@ -73,7 +73,7 @@ def prestart_children(env: Mapping[str, str], smoke: bool = True, cache: bool = 
     atexit.register(discard_prestarted)  # a check that stops early (bad option) leaves nothing running
     env = dict(env)
     nvrtc = ("nvrtc-smoke",) if cache else ("nvrtc-smoke", "--no-cache")
-    prestart(sys.executable, env, (nvrtc, "cuda", "nvml", "nvml-processes") if smoke else ("cuda", "nvml", "nvml-processes"))
+    prestart(sys.executable, env, (nvrtc, "cuda", "nvml") if smoke else ("cuda", "nvml"))
     try:  # starting early is an optimisation only: whatever goes wrong here, the probes run as usual
         if cache:
             prestart_libraries(sys.executable, env)

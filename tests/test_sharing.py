@@ -373,31 +373,3 @@ def test_check_under_a_very_low_descriptor_limit_says_so_in_one_line_and_exits_2
     assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr[-2000:]
     want = "unlimited" if hard == resource.RLIM_INFINITY else str(hard)
     assert "ulimit -n = 8" in lines[0] and f"ulimit -Sn {want}" in lines[0]
-
-
-def test_the_gpu_process_list_comes_from_its_own_real_worker_and_never_delays_the_snapshot():
-    """The NVML worker that lists processes runs apart from the snapshot (a real child: on this GPU-less machine
-    NVML answers that the driver is not loaded, and the answer is a fact, not a crash)."""
-    from gpudoctor.probes._worker import run_worker
-    from gpudoctor.process.runner import ProbeContext
-
-    res = run_worker(ProbeContext(env=dict(os.environ), timeout=30), "nvml-processes")
-    assert res.get("status") in ("ok", "error", "unavailable"), res
-    if res["status"] != "ok":
-        assert res["gpus"] == [] and res["error"]
-    else:
-        assert all(isinstance(g.get("processes"), list) or "error" in g for g in res["gpus"])
-
-
-def test_FAKE_snapshot_with_a_gpu_whose_process_worker_dies_records_the_worker_not_a_clean_gpu(tmp_path):
-    """FAKE NVML snapshot (one GPU); the process-list worker is a real child that dies (its interpreter is
-    /bin/false): the GPU is still listed, no process is invented, and the dead worker is a problem record."""
-    from gpudoctor.process.runner import ProbeContext
-
-    ctx = ProbeContext(env=dict(os.environ), timeout=10, python="/bin/false")
-    ctx.memo("nvml", lambda: {"status": "ok", "gpus": [{"index": 0, "name": "NVIDIA H100", "compute_mode": 0,
-                                                       "memory_total_mib": 81559, "memory_used_mib": 0,
-                                                       "memory_free_mib": 81559}]})
-    out = process_limits.probe(ctx)
-    assert [g["index"] for g in out["gpus"]] == [0] and out["gpu_processes"] == []
-    assert any("/bin/false" in (p.get("path") or "") + (p.get("command") or "") for p in out["problems"]), out["problems"]

@@ -23,7 +23,7 @@ LOADED = (
     ("libcuda", "", ("worker cuda", "worker nvrtc-smoke", "worker trt-smoke", "worker multigpu-smoke",
                      "worker stubcheck"), None),
     # pynvml: CDLL("libnvidia-ml.so.1"); nvidia-smi dlopens it too
-    ("libnvidia-ml", "", ("worker nvml", "worker nvml-processes", "nvidia-smi", "worker stubcheck"), None),
+    ("libnvidia-ml", "", ("worker nvml", "nvidia-smi", "worker stubcheck"), None),
     ("libnvrtc", "", ("worker nvrtc-smoke",), None),  # cuda.pathfinder: a wheel's copy first, then dlopen
     ("libnvrtc-builtins", "", ("worker nvrtc-smoke",), "libnvrtc"),  # libnvrtc dlopens it at compile time
     # cuda.bindings' runtime links cudart statically (it dlopens only libcuda.so.1): libcudart copies are

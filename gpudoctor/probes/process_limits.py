@@ -1,10 +1,9 @@
 """The process and what it shares: its resource limits (inherited from the user's shell), its memory cgroup,
 /dev/shm, and the other processes that hold a context on each GPU (NVML), resolved to command and user.
 
-Facts only; :mod:`gpudoctor.rules.sharing` judges them. Everything here is read from /proc, /sys, the NVML
-snapshot the driver probe takes anyway (:func:`gpudoctor.probes.driver.nvml_snapshot`) and the NVML worker that
-lists each GPU's processes (``nvml-processes``, prestarted with the others and asked apart from the snapshot,
-which the driver and smoke probes wait on). The reruns that prove a limit breaks CUDA run in the CUDA workers, and only when a step failed
+Facts only; :mod:`gpudoctor.rules.sharing` judges them. Everything here is read from /proc, /sys and the
+NVML snapshot the driver probe takes anyway (:func:`gpudoctor.probes.driver.nvml_snapshot`): no new child
+process. The reruns that prove a limit breaks CUDA run in the CUDA workers, and only when a step failed
 (:mod:`gpudoctor.process.limits`).
 """
 from __future__ import annotations
@@ -12,7 +11,6 @@ from __future__ import annotations
 import os
 
 from gpudoctor.process import limits
-from gpudoctor.probes._worker import run_worker
 from gpudoctor.probes.driver import nvml_snapshot
 from gpudoctor.probes.facts import Origin
 from gpudoctor.probes.facts_system import ProcessLimitsFacts
@@ -54,27 +52,16 @@ def _read_all(ctx, proc: str) -> dict:
     if nvml.get("status") != "ok":
         return out
     me = os.getpid()
-    listed = _processes(ctx, problems)
     for g in nvml.get("gpus") or []:
         if "error" in g:
             continue
         out["gpus"].append({k: g.get(k) for k in ("index", "name", "uuid", "compute_mode", "memory_total_mib",
                                                   "memory_used_mib", "memory_free_mib")})
-        for p in listed.get(g.get("index")) or []:
+        for p in g.get("processes") or []:
             seen = {"pid": p.get("pid"), "found": True, "ours": True} if p.get("ours") else \
                 _resolve(proc, p.get("pid"), me, out["uid"])
             out["gpu_processes"].append(dict(seen, gpu=g.get("index"), used_mib=p.get("used_mib"), type=p.get("type")))
     return out
-
-
-def _processes(ctx, problems: list) -> dict:
-    """GPU index -> the processes NVML lists on it (:func:`gpudoctor.process.worker.task_nvml_processes`); a
-    worker that crashed or hung is its problem record, and no process is listed."""
-    res = run_worker(ctx, "nvml-processes")
-    if "worker_error" in res:
-        problems.extend(res.get("problems") or [])
-        return {}
-    return {g.get("index"): g.get("processes") for g in res.get("gpus") or [] if isinstance(g, dict)}
 
 
 def _status(path: str) -> dict:

@@ -393,6 +393,7 @@ def _gpu_facts(index: int) -> dict:
         "memory_total_mib": mem.total // (1024 * 1024) if mem else None,
         "memory_used_mib": mem.used // (1024 * 1024) if mem else None,
         "memory_free_mib": mem.free // (1024 * 1024) if mem else None,
+        "processes": _gpu_processes(h),
         "pcie_gen_current": _q(pynvml.nvmlDeviceGetCurrPcieLinkGeneration, h),
         "pcie_gen_max": _q(pynvml.nvmlDeviceGetMaxPcieLinkGeneration, h),
         "pcie_width_current": _q(pynvml.nvmlDeviceGetCurrPcieLinkWidth, h),
@@ -465,33 +466,6 @@ def task_nvml() -> dict:
             pass
 
 
-def task_nvml_processes() -> dict:
-    """``{"status": "ok", "gpus": [{"index", "processes": _gpu_processes}]}`` or ``{"status": "error", "error"}``:
-    asked apart from :func:`task_nvml` (which the driver and smoke probes wait on) because listing a GPU's
-    processes is one more driver call, made while the check's own CUDA children create their contexts."""
-    try:
-        import pynvml
-    except ImportError as exc:
-        return {"status": "unavailable", "error": f"nvidia-ml-py is not installed ({exc})", "gpus": []}
-    try:
-        pynvml.nvmlInit()
-    except pynvml.NVMLError as exc:
-        return {"status": "error", "error": str(exc), "gpus": []}
-    try:
-        gpus = []
-        for i in range(pynvml.nvmlDeviceGetCount()):
-            try:
-                gpus.append({"index": i, "processes": _gpu_processes(pynvml.nvmlDeviceGetHandleByIndex(i))})
-            except pynvml.NVMLError as exc:
-                gpus.append({"index": i, "error": str(exc)})
-        return {"status": "ok", "gpus": gpus}
-    finally:
-        try:
-            pynvml.nvmlShutdown()
-        except pynvml.NVMLError:
-            pass
-
-
 _KEEP: list = []
 
 
@@ -542,8 +516,6 @@ def main(argv) -> int:
             result = task_cuda()
         elif task == "nvml":
             result = task_nvml()
-        elif task == "nvml-processes":
-            result = task_nvml_processes()
         elif task == "nvrtc-smoke":
             result = task_nvrtc_smoke(argv[1:])
         elif task == "libversions":
