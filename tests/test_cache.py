@@ -236,3 +236,40 @@ def test_a_header_dropped_into_an_include_dir_changes_the_key_and_a_warm_key_run
     (inc / "cstdio").write_text('#error "dropped in later"\n')
     os.utime(inc, ns=(1, 1))  # the same second as the first key on a coarse clock: an mtime that surely differs
     assert Cache.key(smoke_nvcc.cache_inputs(tk, None, env, cache)) != Cache.key(first)
+
+
+@pytest.mark.skipif(NVCC is None, reason="no nvcc on PATH")
+def test_a_header_edited_in_place_is_a_rebuild_though_the_key_is_unchanged(tmp_path):
+    """A header the build reads, edited in place (its directory's mtime unchanged, so the key is the same):
+    the cached build's read set (nvcc -M) no longer matches, so the check rebuilds, and the real build fails
+    as a real build in that shell does."""
+    from gpudoctor.process.differential import command_step
+    from gpudoctor.probes import smoke_nvcc, toolkit as toolkit_probe
+
+    inc = tmp_path / "include"
+    inc.mkdir()
+    header = inc / "cstdio"
+    header.write_text("#include_next <cstdio>\n")
+    extra = {"CPLUS_INCLUDE_PATH": str(inc)}
+    env = dict(os.environ, **extra)
+    _, smoke = _check(tmp_path, extra_env=extra)
+    assert [f for f in smoke if "built in" in f.title], [f.title for f in smoke]
+    entry = next(e for e in (tmp_path / "xdg" / "gpudoctor" / "smoke-nvcc").iterdir() if (e / smoke_nvcc.READ_SET).is_file())
+    assert str(header) in json.loads((entry / smoke_nvcc.READ_SET).read_text())  # the build read it
+    _, smoke = _check(tmp_path, extra_env=extra)
+    assert [f for f in smoke if "build cached" in f.title], [f.title for f in smoke]
+    tk = toolkit_probe.describe_nvcc(NVCC, "PATH", env, 20)
+    key = Cache.key(smoke_nvcc.cache_inputs(tk, None, env, Cache("smoke-nvcc", root=str(tmp_path / "k"))))
+    dir_mtime = inc.stat().st_mtime_ns
+    with open(header, "r+") as fh:  # in place: same inode, same directory
+        fh.write('#error "edited in place"\n')
+    os.utime(header, ns=(1, 1))  # an mtime that surely differs on a coarse clock
+    os.utime(inc, ns=(dir_mtime, dir_mtime))
+    assert Cache.key(smoke_nvcc.cache_inputs(tk, None, env, Cache("smoke-nvcc", root=str(tmp_path / "k")))) == key
+    assert command_step([os.path.realpath(NVCC), smoke_nvcc.SOURCE, "-o", "smoke"], timeout=120,
+                        in_temp_dir=True)(env) is False  # ground truth: a real build in that shell fails
+    _, smoke = _check(tmp_path, extra_env=extra)
+    mine = [f for f in smoke if f.evidence.get("command", "").startswith(NVCC)]
+    assert mine and not [f for f in mine if "build cached" in f.title], [f.title for f in smoke]
+    assert mine[0].severity.value == "fail" and "edited in place" in mine[0].evidence["first_error"]
+    assert mine[0].evidence["cache_stale"] == f"{header} changed since that build"

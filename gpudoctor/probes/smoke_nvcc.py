@@ -30,7 +30,11 @@ SOURCE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))
 
 
 #: Bump when the way the smoke binary is built changes (invalidates every cached build).
-CACHE_FORMAT = 2
+CACHE_FORMAT = 3
+#: Kept beside a cached binary: every file its build read (``nvcc -M`` with the build's flags) and that file's
+#: identity then. The key cannot hold them (they are known only from the build); a hit is used only when
+#: every one is unchanged, so a header edited in place (its directory's mtime unchanged) is a rebuild.
+READ_SET = "read-set.json"
 
 #: Variables left out of the build's cache key; the key holds every other one (a list of those that
 #: matter would miss one: CPLUS_INCLUDE_PATH, GCC_EXEC_PREFIX, COMPILER_PATH, a tool's own variable).
@@ -263,27 +267,71 @@ def _rerun_timeout(timeout: float, seconds: float) -> float:
     return min(timeout, max(10.0, 4 * (seconds or 0)))
 
 
+def _read_set(args, env, timeout: float, cwd: str):
+    """``({path: file_identity or None}, None)``: every file the build ``args`` reads, as ``nvcc -M`` with the
+    same flags lists them (the source and each header the preprocessor found); ``(None, why)`` when nvcc
+    cannot say (then the build is not cached: a cache it could not verify would be a guess)."""
+    from gpudoctor.formats.make_deps import MakeDepsError, parse_make_deps
+
+    flags = [a for i, a in enumerate(args) if i >= 2 and a != "-o" and args[i - 1] != "-o"]
+    res = run([args[0], args[1], "-M"] + flags, timeout=timeout, env=env, cwd=cwd)
+    if not res.ok:
+        return None, f"nvcc -M did not list them: {res.error or 'exit status %s' % res.returncode}"
+    try:
+        deps = parse_make_deps(res.stdout)
+    except MakeDepsError as exc:
+        return None, f"nvcc -M did not list them: {exc}"
+    return _identities([os.path.join(cwd, d) for d in deps]), None
+
+
+def _read_set_changed(hit: dict):
+    """Why a cached build is stale: the first file its build read that is not as it was then (changed, gone),
+    or an unreadable list; None when every one is unchanged. Stats only (~200 files)."""
+    try:
+        with open(hit["files"][READ_SET], encoding="utf-8") as fh:
+            deps = json.load(fh)
+    except (OSError, ValueError, KeyError):
+        return "the list of files its build read is missing or unreadable"
+    if not isinstance(deps, dict) or not deps:
+        return "the list of files its build read is empty"
+    for path, then in deps.items():
+        try:
+            now = file_identity(path)
+        except OSError:
+            now = None
+        if now != then:
+            return f"{path} {'is gone' if now is None else 'appeared' if then is None else 'changed'} since that build"
+    return None
+
+
 def _build_and_run(tk: dict, arch, gpu_present: bool, env, timeout: float, extra=(), cache: Cache = None) -> dict:
     args = [tk["nvcc"], SOURCE, "-o", None] + (["-arch", arch] if arch else []) + list(extra)
     inputs = cache_inputs(tk, arch, env, cache, min(timeout, 10.0)) if cache is not None and not extra else None
     what = f"the nvcc {tk.get('release') or ''} smoke".replace("  ", " ")
     hit = cache.get_files(inputs) if inputs is not None else None
-    if hit is not None:  # built before from the same inputs: only the driver/GPU path is tested again
+    stale = _read_set_changed(hit) if hit is not None else None
+    if stale:
+        hit = None
+    if hit is not None:  # built before from the same inputs, which read the same files: only the driver/GPU path is tested again
         shown = [("vector_add.cu" if a == SOURCE else "smoke" if a is None else a) for a in args]
         out = {"command": " ".join(shown), "compile_ok": True, "compile_seconds": 0.0, "compile_output": "",
                "compile_error": None, "cached": {"dir": hit["dir"], "built": hit.get("created")}}
         out["run"] = (_run_binary(hit["files"]["smoke"], env, timeout, early_key=hit["key"], label=f"{what} binary's run") if gpu_present
                       else {"skipped": "no GPU visible to NVML"})
         return out
-    with tempfile.TemporaryDirectory(prefix="gpudoctor-smoke-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="gpudoctor-smoke-") as tmp, ThreadPoolExecutor(max_workers=1) as pool:
         exe = os.path.join(tmp, "smoke")
         args[3] = exe
+        # what the build reads, listed while it builds (a cold build only: a cached one is verified by stats)
+        read_set = pool.submit(_read_set, args, env, min(timeout, 60.0), tmp) if inputs is not None and cache.enabled else None
         t0 = time.perf_counter()
         res = run(args, timeout=timeout, env=env, cwd=tmp)
         shown = [("vector_add.cu" if a == SOURCE else "smoke" if a == exe else a) for a in args]
         out = {"command": " ".join(shown),
                "compile_ok": res.ok, "compile_seconds": round(time.perf_counter() - t0, 3),
                "compile_output": res.output[-3000:], "compile_error": res.error}
+        if stale:
+            out["cache_stale"] = stale
         if not res.ok:
             if not extra and _differential().worth_rerunning(res):  # did the environment make it fail?
                 rel = [("smoke" if a == exe else a) for a in args]  # each rerun writes ./smoke in its own dir
@@ -291,9 +339,15 @@ def _build_and_run(tk: dict, arch, gpu_present: bool, env, timeout: float, extra
                 out["differential"] = _differential().explain_failure(step, env, label=f"{what} build",
                                                                    paths=[tk["nvcc"]], command=out["command"])
             return out
-        if inputs is not None and cache.enabled:
-            stored = cache.put_files(inputs, {"smoke": exe})
-            out["cache_stored"] = stored or f"not stored (cannot write {cache.dir})"
+        if read_set is not None:
+            deps, why = read_set.result()
+            stored = None
+            if deps:
+                listed = os.path.join(tmp, READ_SET)
+                with open(listed, "w", encoding="utf-8") as fh:
+                    json.dump(deps, fh)
+                stored = cache.put_files(inputs, {"smoke": exe, READ_SET: listed})
+            out["cache_stored"] = stored or f"not stored ({why or f'cannot write {cache.dir}'})"
             if stored and _first_on_path(tk["nvcc"], env):
                 cache.remember(early_inputs(env), cache.key(inputs))
         if not gpu_present:

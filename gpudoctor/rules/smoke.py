@@ -140,6 +140,8 @@ def nvcc_smoke(facts, ctx):
                  else f"built in {b.get('compile_seconds')} s")
         if cached:
             ev["cached_build"] = cached.get("dir")
+        if b.get("cache_stale"):  # a cached build was found but not used: why (a file its build read changed)
+            ev["cache_stale"] = b["cache_stale"]
         if not b.get("compile_ok") and "budget (--timeout) ran out" in (b.get("compile_error") or ""):
             out.append(Finding("smoke.nvcc", Severity.WARN, "smoke", f"{label}: build did not finish: {b['compile_error']}",
                                evidence=dict(ev, nvcc=b.get("nvcc")),
