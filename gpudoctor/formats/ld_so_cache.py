@@ -54,9 +54,8 @@ _REQUIRED_WORDS = {
     0x0000: "", 0x0100: ",64bit", 0x0200: ",IA-64", 0x0300: ",x86-64", 0x0400: ",64bit", 0x0500: ",64bit",
     0x0600: ",N32", 0x0700: ",64bit", 0x0800: ",x32", 0x0900: ",hard-float", 0x0A00: ",AArch64",
     0x0B00: ",soft-float", 0x0C00: ",nan2008", 0x0D00: ",N32,nan2008", 0x0E00: ",64bit,nan2008",
-    0x0F00: ",soft-float", 0x1000: ",double-float", 0x1100: ",soft-float", 0x1200: ",double-float",
-}
-_ABI_TAG_OS = ("Linux", "Hurd", "Solaris", "FreeBSD", "kNetBSD", "Syllable", "Unknown OS")
+    0x0F00: ",soft-float", 0x1000: ",double-float",
+}  # LoongArch's 0x1100 and 0x1200 have no word in glibc 2.36's print_entry: ",4352", ",4608" as it prints them
 
 
 class LdCacheError(ValueError):
@@ -68,8 +67,9 @@ def parse_ld_so_cache(data: bytes) -> List[dict]:
     """The entries of an ld.so.cache in the file's order (the order ld.so searches), in exactly the shape of
     :func:`gpudoctor.formats.ldconfig.parse_ldconfig_p` for ``ldconfig -p`` of the same file:
     ``[{"soname": "libz.so.1", "arch": "libc6,x86-64", "extra": None | 'hwcap: "x86-64-v3"' |
-    "OS ABI: Linux 3.2.0" | ..., "path": "/opt/lib/libz.so.1"}]``. Strings are decoded as UTF-8 with
-    ``surrogateescape`` (``os.fsdecode``'s choice: a path that is not UTF-8 still opens).
+    "hwcap: 0x0000000000000001", "path": "/opt/lib/libz.so.1"}]``. Strings are decoded as UTF-8 with
+    ``surrogateescape`` (``os.fsdecode``'s choice: a path that is not UTF-8 still opens). ``extra`` is worded
+    as glibc 2.36 and later word it (no "OS ABI" part: see ``os_version`` in :func:`parse_ld_so_cache_records`).
 
     Raises :class:`LdCacheError` for anything but a well-formed cache (an empty file too)."""
     return [{"soname": r["soname"], "arch": r["arch"], "extra": r["extra"], "path": r["path"]}
@@ -225,7 +225,10 @@ def _hwcaps_section(data: bytes, order: str, offset: int) -> Optional[Tuple[int,
 
 def _record(soname: str, path: str, flags: int, hwcap: Optional[int], subdir: Optional[str],
             osversion: Optional[int]) -> dict:
-    """One entry with ``ldconfig -p``'s words for it (cache.c print_entry)."""
+    """One entry with ``ldconfig -p``'s words for it (cache.c print_entry). The words are glibc 2.36's and
+    later's: since "elf: Remove ldconfig kernel version check" (2.36) neither ldconfig -p nor ld.so looks at
+    ``osversion``; older ones printed it as ", OS ABI: Linux 3.2.0" and ld.so skipped an entry that needs a
+    newer kernel. It stays in the record (``os_version``) for a judgement about such an old loader."""
     words = _TYPE_WORDS.get(flags & 0xFF, "unknown")
     required = flags & 0xFF00
     words += _REQUIRED_WORDS.get(required, ",%d" % required)
@@ -234,8 +237,5 @@ def _record(soname: str, path: str, flags: int, hwcap: Optional[int], subdir: Op
         extra.append('hwcap: "%s"' % subdir)
     elif hwcap:
         extra.append("hwcap: 0x%016x" % hwcap)
-    if osversion:
-        extra.append("OS ABI: %s %d.%d.%d" % (_ABI_TAG_OS[min(osversion >> 24, len(_ABI_TAG_OS) - 1)],
-                                              (osversion >> 16) & 0xFF, (osversion >> 8) & 0xFF, osversion & 0xFF))
     return {"soname": soname, "path": path, "arch": words, "extra": ", ".join(extra) or None, "flags": flags,
             "hwcap": hwcap, "hwcaps": subdir, "os_version": osversion}
