@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from gpudoctor.formats.ld_so_cache import (NEW_MAGIC, OLD_MAGIC, LdCacheError, parse_ld_so_cache,
+from gpudoctor.formats.ld_so_cache import (MAX_ENTRIES, NEW_MAGIC, OLD_MAGIC, LdCacheError, parse_ld_so_cache,
                                            parse_ld_so_cache_records, read_ld_so_cache)
 from gpudoctor.formats.ldconfig import parse_ldconfig_p
 from tests.conftest import need
@@ -103,8 +103,14 @@ def test_caches_ldconfig_builds_are_read_as_ldconfig_p_reads_them(tmp_path, fmt)
         assert by_path["/opt/a/lib/glibc-hwcaps/x86-64-v2/libz.so.1"]["hwcaps"] == "x86-64-v2"
         z = [r["path"] for r in records if r["soname"] == "libz.so.1"]
         assert z.index("/opt/a/lib/glibc-hwcaps/x86-64-v3/libz.so.1") < z.index("/opt/a/lib/libz.so.1")
-    if fmt == "old":  # no hwcap, no OS version in the old format
+    if fmt == "old":  # no hwcap, no OS version in the old format; no byte-order mark: the count tells
         assert hw["hwcaps"] is None and hw["hwcap"] is None and hw["os_version"] is None
+        nlibs = struct.unpack_from("<I", data, 12)[0]
+        swapped = bytearray(data)
+        struct.pack_into(">I", swapped, 12, nlibs)
+        for i in range(nlibs):
+            struct.pack_into(">iII", swapped, 16 + 12 * i, *struct.unpack_from("<iII", data, 16 + 12 * i))
+        assert parse_ld_so_cache_records(bytes(swapped)) == records
     assert all(r["arch"] == "libc6,x86-64" and r["flags"] == 0x0303 for r in records)
 
 
@@ -185,13 +191,17 @@ def hostile_variants(data: bytes):
         yield "cut at %d" % cut, data[:cut]
     for count in (2 ** 31, 2 ** 32 - 1, nlibs + (len(data) - base) // 24):
         yield "count %d" % count, data[:base + 20] + struct.pack("<I", count) + data[base + 24:]
+    yield "count over MAX_ENTRIES, file long enough", (data[:base + 20] + struct.pack("<I", MAX_ENTRIES + 1)
+                                                       + data[base + 24:] + bytes(24 * (MAX_ENTRIES + 1)))
     for field, value in (("key", len(data) + 100), ("value", 2 ** 32 - 1), ("key", len(data) - base)):
         out = bytearray(data)
         struct.pack_into("<I", out, base + 48 + (4 if field == "key" else 8), value)
         yield "%s offset %d" % (field, value), bytes(out)
-    no_nul = bytearray(data[:entries_end]) + b"x" * 5000  # strings that never end, no extension
-    struct.pack_into("<I", no_nul, base + 32, 0)
-    yield "strings without NUL", bytes(no_nul)
+    for tail in (5000, 100):  # a string longer than PATH_MAX, one cut by the end of the file; no extension
+        no_nul = bytearray(data[:entries_end]) + b"x" * tail
+        struct.pack_into("<I", no_nul, base + 32, 0)
+        struct.pack_into("<II", no_nul, base + 48 + 4, entries_end - base, entries_end - base)
+        yield "string without NUL in %d bytes" % tail, bytes(no_nul)
     if ext:
         for at, value in ((ext, 0x12345678), (ext + 4, 2 ** 31), (ext + 8 + 8, len(data))):
             out = bytearray(data)

@@ -45,6 +45,9 @@ _EXTENSION_MAGIC = 0xEAA42174
 _TAG_HWCAPS = 1
 _HWCAP_EXTENSION = 1 << 62
 _ISA_LEVEL_MASK = (1 << 10) - 1
+#: Entries a cache may claim: far over any real system's (a full distribution install has a few thousand), and
+#: a bound on the memory a hostile file can make the result take (a 64 MiB file holds 2.8 million entries).
+MAX_ENTRIES = 1 << 17
 #: PATH_MAX: ldconfig writes no longer name or path, and a bound keeps a string without NUL from costing a scan.
 MAX_STRING = 4096
 
@@ -59,8 +62,8 @@ _REQUIRED_WORDS = {
 
 
 class LdCacheError(ValueError):
-    """The bytes are not a usable ld.so.cache: wrong magic, cut short, an entry count the file cannot hold,
-    a string or extension outside the file; the message is one line."""
+    """The bytes are not a usable ld.so.cache: wrong magic, cut short, an entry count the file cannot hold
+    or over :data:`MAX_ENTRIES`, a string or extension outside the file; the message is one line."""
 
 
 def parse_ld_so_cache(data: bytes) -> List[dict]:
@@ -160,14 +163,16 @@ def _byte_order(data: bytes, count_at: int, header: int, entry: int, marked: Opt
     """(struct byte-order char, entry count) of a header whose count is at ``count_at``: the marked order,
     else the one under which the count's entries fit in the file (native of the writer), little first."""
     size = len(data)
+    room = max(0, (size - header) // entry)
     orders = (marked,) if marked else ("<", ">")
     for order in orders:
         nlibs = struct.unpack_from(order + "I", data, count_at)[0]
-        if (size - header) // entry >= nlibs:
+        if nlibs <= min(room, MAX_ENTRIES):
             return order, nlibs
     nlibs = struct.unpack_from(orders[0] + "I", data, count_at)[0]
-    raise LdCacheError("ld.so.cache claims %d entries, the %d-byte file holds at most %d"
-                       % (nlibs, size, max(0, (size - header) // entry)))
+    if nlibs <= room:
+        raise LdCacheError("ld.so.cache claims %d entries, over the %d any real cache has" % (nlibs, MAX_ENTRIES))
+    raise LdCacheError("ld.so.cache claims %d entries, the %d-byte file holds at most %d" % (nlibs, size, room))
 
 
 def _parse_new(data: bytes, base: int) -> List[dict]:
