@@ -2,11 +2,14 @@
 running anything (so a cache inside an unpacked image can be read on any host, of any architecture).
 
 Source of the layout: glibc ``sysdeps/generic/dl-cache.h`` (structs), ``sysdeps/generic/ldconfig.h`` (flag
-values) and ``elf/cache.c`` (``print_cache``/``print_entry``: how ``ldconfig -p`` reads and words it;
-``save_cache``/``write_extensions``: how ldconfig writes it), glibc 2.33-2.36, at
-https://github.com/bminor/glibc/blob/release/2.36/master/sysdeps/generic/dl-cache.h and
-https://github.com/bminor/glibc/blob/release/2.36/master/elf/cache.c (mirror of
-https://sourceware.org/git/glibc.git). In C terms::
+values), ``elf/cache.c`` (``print_cache``/``print_entry``: how ``ldconfig -p`` reads and words it;
+``save_cache``/``write_extensions``: how ldconfig writes it) and ``elf/dl-cache.c`` (how ld.so reads it),
+glibc 2.33-2.36, at https://github.com/bminor/glibc/blob/release/2.36/master/sysdeps/generic/dl-cache.h,
+https://github.com/bminor/glibc/blob/release/2.36/master/sysdeps/generic/ldconfig.h,
+https://github.com/bminor/glibc/blob/release/2.36/master/elf/cache.c and
+https://github.com/bminor/glibc/blob/release/2.36/master/elf/dl-cache.c (mirror of
+https://sourceware.org/git/glibc.git). Where glibc versions word an entry differently, ``ldconfig -p`` of
+glibc 2.36 is the reference (tests compare with it). In C terms::
 
     struct cache_file      { char magic[11] = "ld.so-1.7.0"; uint32 nlibs; struct file_entry libs[nlibs]; }
     struct file_entry      { int32 flags; uint32 key, value; }           12 bytes, strings from &libs[nlibs]
@@ -24,11 +27,13 @@ https://sourceware.org/git/glibc.git). In C terms::
   read, as ``ldconfig -p`` and ld.so do.
 * Byte order: native to the writer. ``flags & 3`` of the new header says it since glibc 2.33 (2 little,
   3 big, 1 "invalid: ignore this cache"); a cache without it (0, and every old-format cache) is read in the
-  order under which its entry count fits the file.
+  order under which its entry count fits the file (and :data:`MAX_ENTRIES`).
 * Extension directory (glibc 2.33+), offsets from the start of the file: tag 0 the generator string, tag 1
   the glibc-hwcaps subdirectory names (uint32 string indices, also from the start of the file). An entry whose
   ``hwcap`` has bit 62 set (ignoring the 10 ISA-level bits above bit 32) names its subdirectory by the index
-  in its low 32 bits; ``ldconfig -p`` prints it as ``hwcap: "x86-64-v3"``.
+  in its low 32 bits; ``ldconfig -p`` prints it as ``hwcap: "x86-64-v3"``. (In a compat file glibc 2.36 writes
+  those indices from the new header but ldconfig -p and ld.so read them from the file's start, so they name
+  another string, which no loader matches; it is read here as glibc reads it.)
 """
 from __future__ import annotations
 
@@ -121,7 +126,8 @@ def read_ld_so_cache(path: str, max_bytes: int = 64 << 20, records: bool = False
         if not stat.S_ISREG(st.st_mode):
             raise LdCacheError("%s is not a regular file" % path)
         if st.st_size > max_bytes:
-            raise LdCacheError("%s is %d bytes, over the %d-byte limit for an ld.so.cache" % (path, st.st_size, max_bytes))
+            raise LdCacheError("%s is %d bytes, over the %d-byte limit for an ld.so.cache"
+                               % (path, st.st_size, max_bytes))
         chunks, left = [], max_bytes + 1
         while left > 0:
             chunk = os.read(fd, min(left, 1 << 20))
@@ -155,7 +161,8 @@ def _c_string(data: bytes, start: int) -> str:
         raise LdCacheError("string offset %d past the end of the %d-byte file" % (start, len(data)))
     end = data.find(b"\0", start, start + MAX_STRING)
     if end < 0:
-        raise LdCacheError("string at offset %d has no NUL within %d bytes or before the end of the file" % (start, MAX_STRING))
+        raise LdCacheError("string at offset %d has no NUL within %d bytes or before the end of the file"
+                           % (start, MAX_STRING))
     return data[start:end].decode("utf-8", "surrogateescape")
 
 
@@ -211,16 +218,21 @@ def _hwcaps_section(data: bytes, order: str, offset: int) -> Optional[Tuple[int,
         return None
     size = len(data)
     if offset % 4 or offset + 8 > size:
-        raise LdCacheError("ld.so.cache extension directory at %d is misaligned or past the end of the %d-byte file" % (offset, size))
+        raise LdCacheError("ld.so.cache extension directory at %d is misaligned or past the end of the %d-byte file"
+                           % (offset, size))
     magic, count = struct.unpack_from(order + "II", data, offset)
     if magic != _EXTENSION_MAGIC:
-        raise LdCacheError("ld.so.cache extension directory at %d has magic %#x, not %#x" % (offset, magic, _EXTENSION_MAGIC))
-    if offset + 8 + 16 * count > size:
-        raise LdCacheError("ld.so.cache extension directory claims %d sections, past the end of the %d-byte file" % (count, size))
+        raise LdCacheError("ld.so.cache extension directory at %d has magic %#x, not %#x"
+                           % (offset, magic, _EXTENSION_MAGIC))
+    end = offset + 8 + 16 * count
+    if end > size:
+        raise LdCacheError("ld.so.cache extension directory claims %d sections, past the end of the %d-byte file"
+                           % (count, size))
     found = None
-    for tag, _flags, at, length in struct.iter_unpack(order + "IIII", memoryview(data)[offset + 8:offset + 8 + 16 * count]):
+    for tag, _flags, at, length in struct.iter_unpack(order + "IIII", memoryview(data)[offset + 8:end]):
         if at + length > size:
-            raise LdCacheError("ld.so.cache extension section %d at %d+%d runs past the end of the %d-byte file" % (tag, at, length, size))
+            raise LdCacheError("ld.so.cache extension section %d at %d+%d runs past the end of the %d-byte file"
+                               % (tag, at, length, size))
         if tag == _TAG_HWCAPS:
             found = (at, length)  # a later section of the same tag wins, as in cache_extension_load
     if found is None or found[1] == 0 or found[0] % 4 or found[1] % 4:
@@ -230,17 +242,14 @@ def _hwcaps_section(data: bytes, order: str, offset: int) -> Optional[Tuple[int,
 
 def _record(soname: str, path: str, flags: int, hwcap: Optional[int], subdir: Optional[str],
             osversion: Optional[int]) -> dict:
-    """One entry with ``ldconfig -p``'s words for it (cache.c print_entry). The words are glibc 2.36's and
-    later's: since "elf: Remove ldconfig kernel version check" (2.36) neither ldconfig -p nor ld.so looks at
-    ``osversion``; older ones printed it as ", OS ABI: Linux 3.2.0" and ld.so skipped an entry that needs a
-    newer kernel. It stays in the record (``os_version``) for a judgement about such an old loader."""
-    words = _TYPE_WORDS.get(flags & 0xFF, "unknown")
+    """One entry with ``ldconfig -p``'s words for it (cache.c print_entry), as glibc 2.36 prints them: it
+    ignores ``osversion``, which older ldconfig -p printed as ", OS ABI: Linux 3.2.0" (and older ld.so
+    compared with the running kernel). It stays in the record (``os_version``) for a judgement about those."""
     required = flags & 0xFF00
-    words += _REQUIRED_WORDS.get(required, ",%d" % required)
-    extra = []
+    words = _TYPE_WORDS.get(flags & 0xFF, "unknown") + _REQUIRED_WORDS.get(required, ",%d" % required)
     if subdir is not None:
-        extra.append('hwcap: "%s"' % subdir)
-    elif hwcap:
-        extra.append("hwcap: 0x%016x" % hwcap)
-    return {"soname": soname, "path": path, "arch": words, "extra": ", ".join(extra) or None, "flags": flags,
+        extra = 'hwcap: "%s"' % subdir
+    else:  # an extension index without a usable hwcaps section is printed as a number too
+        extra = "hwcap: 0x%016x" % hwcap if hwcap else None
+    return {"soname": soname, "path": path, "arch": words, "extra": extra, "flags": flags,
             "hwcap": hwcap, "hwcaps": subdir, "os_version": osversion}
