@@ -32,6 +32,10 @@ _DIRECTORIES = [pefile.DIRECTORY_ENTRY[name] for name in (
     "IMAGE_DIRECTORY_ENTRY_RESOURCE", "IMAGE_DIRECTORY_ENTRY_IMPORT", "IMAGE_DIRECTORY_ENTRY_DELAY_IMPORT")]
 _SECURITY = pefile.DIRECTORY_ENTRY["IMAGE_DIRECTORY_ENTRY_SECURITY"]
 _HEAD = 4096
+# pefile meets hostile bytes with assorted exceptions deep inside its parsers; each means the same to us:
+# a damaged file, said in one line.
+_PEFILE_SLIPS = (struct.error, IndexError, KeyError, ValueError, TypeError, AttributeError, OverflowError,
+                 UnicodeError, RecursionError)
 
 
 class PeError(ValueError):
@@ -93,15 +97,15 @@ def read_pe(path: str, max_bytes: int = 512 << 20) -> PeInfo:
         raise PeError(f"{path}: damaged PE header ({exc.value})") from None
     except (OSError, MemoryError) as exc:
         raise PeError(f"{path}: cannot read: {exc}") from None
+    except _PEFILE_SLIPS as exc:
+        raise PeError(f"{path}: damaged PE header ({type(exc).__name__}: {exc})") from None
     try:
         _check_extent(path, pe, size)
         try:
             pe.parse_data_directories(directories=_DIRECTORIES)
         except pefile.PEFormatError as exc:
             raise PeError(f"{path}: damaged PE data directory ({exc.value})") from None
-        # pefile meets hostile bytes with assorted exceptions deep inside its parsers; any of them means
-        # the same to us: a damaged file, said in one line.
-        except (struct.error, IndexError, KeyError, ValueError, TypeError, AttributeError, OverflowError) as exc:
+        except _PEFILE_SLIPS as exc:
             raise PeError(f"{path}: damaged PE data directory ({type(exc).__name__}: {exc})") from None
         machine = pe.FILE_HEADER.Machine
         imports = _dll_names(getattr(pe, "DIRECTORY_ENTRY_IMPORT", ()))
