@@ -57,6 +57,19 @@ def build_parser(check_only: bool = False) -> argparse.ArgumentParser:
     c.add_argument("-o", "--output", metavar="FILE",
                    help="write the report (any --format) to FILE atomically: a check killed mid-way leaves no file "
                         "or the previous complete one")
+    c.add_argument("--root", metavar="DIR",
+                   help="judge the system whose root directory is DIR (an unpacked image, a mounted or copied C:\) "
+                        "from its files; nothing in DIR is executed")
+    c.add_argument("--image", metavar="FILE",
+                   help="judge a container image: a `docker save` or `docker export` archive or an OCI layout tar "
+                        "(- reads standard input), unpacked safely into a temporary root")
+    c.add_argument("--os", choices=("linux", "windows"), dest="root_os",
+                   help="the OS of --root (default: windows when DIR holds Windows\System32, else linux)")
+    c.add_argument("--env", metavar="FILE", dest="env_file",
+                   help="the environment of --root/--image as KEY=VALUE lines (PATH, LD_LIBRARY_PATH, CUDA_PATH as "
+                        "set there; `env` or Windows `set` output); an image's own Env is used otherwise")
+    c.add_argument("--driver", metavar="VERSION",
+                   help="with --root/--image: the driver version of the host that will run it (e.g. 535.104.05)")
     if check_only:
         return p
 
@@ -298,7 +311,8 @@ def _main(argv=None) -> int:
         if not rest:
             print("gpudoctor: error: nothing after --: give the command to run", file=sys.stderr)
             return EXIT_ERROR
-    if argv[:1] == ["check"] and not {"-h", "--help", "--no-gpu"} & set(argv):
+    if argv[:1] == ["check"] and not {"-h", "--help", "--no-gpu", "--root", "--image"} & set(argv) \
+            and not any(a.startswith(("--root=", "--image=")) for a in argv):
         # Before the options are even parsed: the CUDA/NVML workers and the cached smoke binary take
         # a few hundred ms of CUDA initialisation each; run_check adopts them (or kills them).
         from gpudoctor.check import prestart_children
@@ -330,6 +344,10 @@ def _main(argv=None) -> int:
     if not (0 < args.timeout <= 600):
         print("gpudoctor: error: --timeout must be between 0 and 600 seconds", file=sys.stderr)
         return EXIT_ERROR
+    if args.root or args.image or args.root_os or args.env_file or args.driver:
+        from gpudoctor.sysroot.command import run_root
+
+        return run_root(args)
     from gpudoctor.check import run_check
 
     class SetupError(Exception):

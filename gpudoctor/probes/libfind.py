@@ -9,6 +9,10 @@ loading object's ``DT_RPATH`` (only when it has no ``DT_RUNPATH``), ``LD_LIBRARY
 ``DT_RUNPATH``, the ldconfig cache, the default dirs; a file of another ELF class or machine is skipped
 and the search goes on (glibc ``open_verify``). Not modelled: glibc-hwcaps subdirectories and
 secure-execution (setuid) mode.
+
+Every file-system read goes through a :class:`gpudoctor.sysroot.view.SystemView`: the live system (plain
+``os`` calls, ``ldconfig -p``), or a root on disk (an unpacked image) whose own ``/etc/ld.so.cache`` is parsed
+and whose links resolve inside it; paths in and out are the judged system's. Nothing in a root is executed.
 """
 from __future__ import annotations
 
@@ -98,51 +102,50 @@ _DIST_GLOBS = ("nvidia_*.dist-info", "tensorrt*.dist-info", "cuda_*.dist-info", 
 _DIST_INFO = re.compile("|".join(fnmatch.translate(g) for g in _DIST_GLOBS))
 
 
-def _dist_infos(site_dir: str) -> List[str]:
+def _dist_infos(site_dir: str, view) -> List[str]:
     """The dist-info directories of ``site_dir`` that :data:`_DIST_GLOBS` match, sorted: one listing of a
     site-packages that may hold thousands of entries (the globs listed it once each)."""
-    try:
-        names = os.listdir(site_dir)
-    except OSError:
-        return []
-    return sorted(os.path.join(site_dir, n) for n in names if not n.startswith(".") and _DIST_INFO.match(n))
+    return sorted(os.path.join(site_dir, n) for n in view.listdir(site_dir) if not n.startswith(".") and _DIST_INFO.match(n))
 
 
 class _RealPaths:
     """``os.path.realpath`` of many files in few directories: each directory resolved once, each file only
     checked for being a link itself (the same answers; a wheel's RECORD lists hundreds of libraries)."""
 
-    def __init__(self):
+    def __init__(self, view=None):
         self._dirs: Dict[str, str] = {}
+        self._view = view or _live()
 
     def __call__(self, path: str) -> str:
         d, name = os.path.split(path)
         real_dir = self._dirs.get(d)
         if real_dir is None:
-            real_dir = self._dirs[d] = os.path.realpath(d)
+            real_dir = self._dirs[d] = self._view.realpath(d) or d
         full = os.path.join(real_dir, name)
-        return os.path.realpath(full) if os.path.islink(full) else full
+        return (self._view.realpath(full) or full) if self._view.islink(full) else full
 
 
-def pip_owned_libs(site_dirs: List[str], problems: Optional[list] = None) -> Dict[str, Tuple[str, str]]:
+def pip_owned_libs(site_dirs: List[str], problems: Optional[list] = None, view=None) -> Dict[str, Tuple[str, str]]:
     """Map realpath of each shared library shipped by an ``nvidia-*`` (or ``tensorrt*``)
     wheel to (distribution name, version), read from the wheels' RECORD files. A dist-info
-    without RECORD or METADATA (an interrupted or hand-copied install) is appended to ``problems``."""
+    without RECORD or METADATA (an interrupted or hand-copied install) is appended to ``problems``.
+    ``view``: the system read (default: this one)."""
     from gpudoctor.process import problems as P
 
+    view = view or _live()
     owned: Dict[str, Tuple[str, str]] = {}
-    realpath = _RealPaths()
+    realpath = _RealPaths(view)
     for sp in site_dirs:
-        for info in _dist_infos(sp):
+        for info in _dist_infos(sp, view):
             name, version = _dist_name_version(info)
-            missing = [f for f in ("METADATA", "RECORD") if not os.path.isfile(os.path.join(info, f))]
+            missing = [f for f in ("METADATA", "RECORD") if not view.isfile(os.path.join(info, f))]
             if missing and problems is not None:
                 problems.append(P.record(info, "broken_dist",
                                          f"{os.path.basename(info)} has no {' and no '.join(missing)}: pip cannot verify, "
                                          "upgrade or uninstall this package"))
             if not os.path.basename(info).startswith(("nvidia_", "tensorrt")):
                 continue
-            text = P.read_text(os.path.join(info, "RECORD"), problems, limit=16 << 20)
+            text = P.read_text(view.host(os.path.join(info, "RECORD")) or "", problems, limit=16 << 20)
             for line in (text or "").splitlines():
                 rel = line.split(",", 1)[0]
                 if ".so" in rel or rel.endswith(".dll"):
@@ -159,18 +162,24 @@ def _dist_name_version(info_dir: str) -> Tuple[str, str]:
 class LibraryIndex:
     """Search directories of this machine, scanned once per run (see :func:`index_for`)."""
 
-    def __init__(self, env: Mapping[str, str], timeout: float = 5.0):
+    def __init__(self, env: Mapping[str, str], timeout: float = 5.0, view=None):
+        #: The system read: this one (default), or a root on disk (:mod:`gpudoctor.sysroot.view`).
+        self.view = view or _live(env)
         self.env = env
         #: Problem records (see gpudoctor.process.problems): a failing ldconfig, broken dist-infos.
         self.problems: List[dict] = []
         self.ld_library_path = [d for d in env.get("LD_LIBRARY_PATH", "").split(":") if d]
-        self.cache = ldconfig_cache(timeout, env, self.problems)
-        self.site_dirs = site_packages_dirs()
-        self.pip_owned = pip_owned_libs(self.site_dirs, self.problems)
+        if self.view.live:
+            self.cache = ldconfig_cache(timeout, env, self.problems)
+            self.site_dirs = site_packages_dirs()
+        else:
+            self.cache = root_ld_cache(self.view, self.problems)
+            self.site_dirs = root_site_dirs(self.view)
+        self.pip_owned = pip_owned_libs(self.site_dirs, self.problems, self.view)
         self.dirs = self._search_dirs()
         self._files: Dict[str, dict] = {}  # path -> elf_check.check_file (one header read per file per run)
         self._dirs_listed: Dict[str, List[str]] = {}
-        self._realpath = _RealPaths()
+        self._realpath = _RealPaths(self.view)
         self._copies: Dict[str, List[LibCopy]] = {}
         self._process: Optional[dict] = None
         #: (file, entry, via) of each object every process loads first: LD_PRELOAD, then /etc/ld.so.preload.
@@ -180,13 +189,16 @@ class LibraryIndex:
         """:func:`gpudoctor.formats.elf_check.check_file` of ``path``, read once per run."""
         info = self._files.get(path)
         if info is None:
-            info = self._files[path] = elf_check.check_file(path)
+            host = self.view.host(path)
+            info = self._files[path] = elf_check.check_file(host) if host else {"kind": "missing", "path": path}
         return info
 
     def process_elf(self) -> dict:
         """ELF class and machine of the process that loads (this interpreter: the workers run it too)."""
         if self._process is None:
-            info = self.file_info(os.path.realpath(sys.executable))
+            # a root's programs run its own /bin/sh's kind of ELF; this machine's run this interpreter's
+            exe = os.path.realpath(sys.executable) if self.view.live else (self.view.realpath("/bin/sh") or "/bin/sh")
+            info = self.file_info(exe)
             self._process = {"elf_class": info.get("elf_class") or 64, "machine": info.get("machine") or "x86-64"}
         return self._process
 
@@ -195,8 +207,8 @@ class LibraryIndex:
 
         out = []
         lists = [(self.env.get("LD_PRELOAD", ""), "LD_PRELOAD")]
-        if os.path.isfile("/etc/ld.so.preload"):
-            lists.append((read_text("/etc/ld.so.preload", self.problems) or "", "/etc/ld.so.preload"))
+        if self.view.isfile("/etc/ld.so.preload"):
+            lists.append((read_text(self.view.host("/etc/ld.so.preload"), self.problems) or "", "/etc/ld.so.preload"))
         for text, via in lists:
             for entry in text.replace(":", " ").split():  # ld.so(8): separated by spaces or colons
                 path = entry if "/" in entry else self._search_plain(entry)
@@ -215,14 +227,15 @@ class LibraryIndex:
         dirs += [(os.path.dirname(e["path"]), "ldconfig") for e in self.cache]
         dirs += [(d, "system") for d in DEFAULT_DIRS]
         dirs += [(d, "wsl" if "wsl" in d else "container" if "/nvidia/" in d and "local" in d else "system") for d in EXTRA_SYSTEM_DIRS]
-        for root in sorted(glob.glob("/usr/local/cuda*")) + [self.env.get("CUDA_HOME", ""), self.env.get("CUDA_PATH", "")]:
+        v = self.view
+        for root in v.glob("/usr/local/cuda*") + [self.env.get("CUDA_HOME", ""), self.env.get("CUDA_PATH", "")]:
             if root:
                 dirs += [(os.path.join(root, "lib64"), "cuda-toolkit")]
-                dirs += [(d, "cuda-toolkit") for d in glob.glob(os.path.join(root, "targets", "*", "lib"))]
+                dirs += [(d, "cuda-toolkit") for d in v.glob(os.path.join(root, "targets", "*", "lib"))]
         for sp in self.site_dirs:
-            dirs += [(d, "pip") for d in glob.glob(os.path.join(sp, "nvidia", "*", "lib"))]
-            dirs += [(d, "pip") for d in glob.glob(os.path.join(sp, "nvidia", "*", "lib64"))]
-            dirs += [(d, "pip") for d in glob.glob(os.path.join(sp, "tensorrt_libs"))]
+            dirs += [(d, "pip") for d in v.glob(os.path.join(sp, "nvidia", "*", "lib"))]
+            dirs += [(d, "pip") for d in v.glob(os.path.join(sp, "nvidia", "*", "lib64"))]
+            dirs += [(d, "pip") for d in v.glob(os.path.join(sp, "tensorrt_libs"))]
         if self.env.get("CONDA_PREFIX"):
             dirs += [(os.path.join(self.env["CONDA_PREFIX"], "lib"), "conda")]
         seen, asked, out = set(), set(), []
@@ -230,8 +243,8 @@ class LibraryIndex:
             if not d or d in asked:  # the ldconfig cache names a few directories hundreds of times
                 continue
             asked.add(d)
-            key = os.path.realpath(d)
-            if key not in seen and os.path.isdir(d):
+            key = v.realpath(d)
+            if key and key not in seen and v.isdir(d):
                 seen.add(key)
                 out.append((d, origin))
         return out
@@ -253,7 +266,7 @@ class LibraryIndex:
             names = listing[bisect.bisect_left(listing, prefix):bisect.bisect_left(listing, prefix + "\U0010ffff")]
             for path in [os.path.join(d, n) for n in fnmatch.filter(names, pattern)]:
                 real = self._realpath(path)
-                if real in found or not os.path.isfile(real):
+                if real in found or not self.view.isfile(real):
                     continue
                 pkg = self.pip_owned.get(real)
                 version = nvidia_driver_fmt.version_from_soname(os.path.basename(real))
@@ -267,11 +280,7 @@ class LibraryIndex:
         asks for its own libraries in the same few large system directories."""
         names = self._dirs_listed.get(d)
         if names is None:
-            try:
-                names = sorted(n for n in os.listdir(d) if not n.startswith("."))
-            except OSError:
-                names = []
-            self._dirs_listed[d] = names
+            names = self._dirs_listed[d] = [n for n in self.view.listdir(d) if not n.startswith(".")]
         return names
 
     def loader_pick(self, soname: str) -> Optional[str]:
@@ -304,8 +313,8 @@ class LibraryIndex:
         rpath, runpath = [], []
         if loader:
             info = self.file_info(loader)
-            runpath = _expand(info.get("runpath"), loader)
-            rpath = [] if info.get("runpath") else _expand(info.get("rpath"), loader)
+            runpath = _expand(info.get("runpath"), loader, self.view)
+            rpath = [] if info.get("runpath") else _expand(info.get("rpath"), loader, self.view)
         skipped: list = []
         return self._search(soname, rpath, runpath, skipped), skipped
 
@@ -320,7 +329,7 @@ class LibraryIndex:
                   if e["soname"] == soname and "x86-64" in e.get("arch", "x86-64")]
         cands += [(os.path.join(d, soname), "default dirs", d) for d in DEFAULT_DIRS]
         for cand, via, entry in cands:
-            if not os.path.isfile(cand):
+            if not self.view.isfile(cand):
                 continue
             info = self.file_info(cand)
             if info.get("kind") == "elf" and info.get("elf_class") and \
@@ -332,12 +341,13 @@ class LibraryIndex:
         return None
 
 
-def _expand(value: Optional[str], loader: str) -> List[str]:
+def _expand(value: Optional[str], loader: str, view=None) -> List[str]:
     """The directories of an RPATH/RUNPATH string, with ld.so's dynamic string tokens expanded."""
-    origin = os.path.dirname(os.path.realpath(loader))
+    view = view or _live()
+    origin = os.path.dirname(view.realpath(loader) or loader)
     out = []
     for d in (value or "").split(":"):
-        for token, repl in (("ORIGIN", origin), ("LIB", "lib/x86_64-linux-gnu" if os.path.isdir("/lib/x86_64-linux-gnu")
+        for token, repl in (("ORIGIN", origin), ("LIB", "lib/x86_64-linux-gnu" if view.isdir("/lib/x86_64-linux-gnu")
                                                  else "lib64"), ("PLATFORM", "x86_64")):
             d = d.replace("${%s}" % token, repl).replace("$" + token, repl)
         if d:
@@ -346,5 +356,54 @@ def _expand(value: Optional[str], loader: str) -> List[str]:
 
 
 def index_for(ctx) -> LibraryIndex:
-    """The run's shared :class:`LibraryIndex` (scanned once even when probes ask concurrently)."""
-    return ctx.memo("library-index", lambda: LibraryIndex(ctx.env, timeout=ctx.timeout))
+    """The run's shared :class:`LibraryIndex` (scanned once even when probes ask concurrently), of the system
+    ``ctx.view`` names (this one when the context has no view)."""
+    return ctx.memo("library-index", lambda: LibraryIndex(ctx.env, timeout=ctx.timeout, view=getattr(ctx, "view", None)))
+
+
+def _live(env: Optional[Mapping[str, str]] = None):
+    from gpudoctor.sysroot.view import live_view
+
+    return live_view(env)
+
+
+#: Where a root's Pythons keep their packages (Debian/Ubuntu dist-packages, python.org and pip's
+#: site-packages, conda, NVIDIA's and PyTorch's images' /opt venvs); plus VIRTUAL_ENV and CONDA_PREFIX.
+ROOT_SITE_GLOBS = ("/usr/lib/python3*/dist-packages", "/usr/local/lib/python3*/dist-packages",
+                   "/usr/local/lib/python3*/site-packages", "/usr/lib/python3*/site-packages",
+                   "/opt/conda/lib/python3*/site-packages", "/opt/*/lib/python3*/site-packages",
+                   "/opt/*/.venv/lib/python3*/site-packages", "/root/.local/lib/python3*/site-packages",
+                   "/home/*/.local/lib/python3*/site-packages")
+
+
+def root_site_dirs(view) -> List[str]:
+    """The site-packages directories of a root's Pythons (:data:`ROOT_SITE_GLOBS`, VIRTUAL_ENV and CONDA_PREFIX
+    of its environment), as its paths."""
+    out: List[str] = []
+    for prefix in (view.env.get("VIRTUAL_ENV"), view.env.get("CONDA_PREFIX")):
+        if prefix:
+            out += view.glob(os.path.join(prefix, "lib", "python3*", "site-packages"))
+    for pattern in ROOT_SITE_GLOBS:
+        out += view.glob(pattern)
+    seen: set = set()
+    return [d for d in out if view.isdir(d) and not (d in seen or seen.add(d))]
+
+
+def root_ld_cache(view, problems: Optional[list] = None) -> List[dict]:
+    """The entries of a root's own ``/etc/ld.so.cache``, parsed from the file (nothing of the root is run);
+    [] when it has none. An unreadable or malformed cache is appended to ``problems``."""
+    host = view.host("/etc/ld.so.cache")
+    if not host or not view.isfile("/etc/ld.so.cache"):
+        return []
+    try:
+        from gpudoctor.formats.ld_so_cache import LdCacheError, read_ld_so_cache
+    except ImportError:  # the parser is part of this package: only a broken install lacks it
+        return []
+    try:
+        return read_ld_so_cache(host)
+    except (LdCacheError, OSError) as exc:
+        if problems is not None:
+            from gpudoctor.process import problems as P
+
+            problems.append(P.record("/etc/ld.so.cache", "unparsable", f"the root's /etc/ld.so.cache cannot be read: {exc}"))
+        return []

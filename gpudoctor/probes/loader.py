@@ -75,7 +75,7 @@ def probe(ctx) -> dict:
             if loader and trace and trace["via"] in ("DT_RPATH", "DT_RUNPATH"):
                 trace["loader"] = loader
             wheel = _wheel_copy(idx, found, soname) if stem in PATHFINDER else None
-            if wheel and (trace is None or os.path.realpath(wheel) != os.path.realpath(trace["path"])):
+            if wheel and (trace is None or idx.view.realpath(wheel) != idx.view.realpath(trace["path"])):
                 # the workers get the wheel's copy (and its RPATH decides what it dlopens); the by-name pick is
                 # what every other program gets
                 picks.append(_describe(idx, {"path": wheel, "via": "cuda.pathfinder", "entry": os.path.dirname(wheel),
@@ -91,9 +91,9 @@ def probe(ctx) -> dict:
                 continue
             picked[soname] = trace["path"]
             picks.append(_describe(idx, dict(trace, soname=soname, loaded_by=list(loaded_by), skipped=skipped)))
-    picked_files = {os.path.realpath(p["path"]) for p in picks}
+    picked_files = {idx.view.realpath(p["path"]) for p in picks}
     raw = {
-        "process": dict(idx.process_elf(), executable=sys.executable),
+        "process": dict(idx.process_elf(), executable=sys.executable if idx.view.live else None),
         "libraries": picks,
         "unresolved": unresolved,
         "copies": [_describe(idx, c) for real, c in copies.items() if real not in picked_files],
@@ -143,7 +143,7 @@ def _wheel_copy(idx, found, soname: str) -> Optional[str]:
 def _describe(idx, entry: dict) -> dict:
     """``entry`` with the file's realpath, owning pip package, Git work tree (for an LFS pointer) and elf_check facts."""
     path = entry["path"]
-    real = os.path.realpath(path)
+    real = idx.view.realpath(path) or path
     info = idx.file_info(real)
     out = dict(entry, realpath=real, file={k: v for k, v in info.items() if k not in _NOT_KEPT})
     owned = idx.pip_owned.get(real)
@@ -152,15 +152,15 @@ def _describe(idx, entry: dict) -> dict:
     if not entry.get("skipped"):
         out.pop("skipped", None)
     if info.get("kind") == "git_lfs_pointer":
-        out["git_root"] = _git_root(real)
+        out["git_root"] = _git_root(real, idx.view)
     return out
 
 
-def _git_root(path: str) -> Optional[str]:
+def _git_root(path: str, view) -> Optional[str]:
     """The work tree holding ``path`` (the nearest parent with a ``.git``), where ``git lfs pull`` fetches it."""
     d = os.path.dirname(path)
     while True:
-        if os.path.exists(os.path.join(d, ".git")):
+        if view.exists(os.path.join(d, ".git")):
             return d
         parent = os.path.dirname(d)
         if parent == d:

@@ -38,6 +38,9 @@ class ProbeContext:
     engines: Tuple[str, ...] = ()
     #: Use the on-disk cache of pure functions of files (smoke builds, fatbin scans); ``--no-cache``: False.
     cache: bool = True
+    #: The system judged (:class:`gpudoctor.sysroot.view.SystemView`): None for this one, as it runs; a root
+    #: on disk for ``check --root`` / ``--image`` (probes that read files read them through it).
+    view: Optional[object] = None
     _memo: Dict[str, object] = field(default_factory=dict, repr=False)
     _locks: Dict[str, threading.Lock] = field(default_factory=dict, repr=False)
     _guard: threading.Lock = field(default_factory=threading.Lock, repr=False)

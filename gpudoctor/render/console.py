@@ -7,9 +7,9 @@ from rich.markup import escape
 from gpudoctor import __version__
 from gpudoctor.findings import Severity, worst
 
-AREAS = ("platform", "driver", "cuda", "devices", "multigpu", "toolkit", "cudnn", "tensorrt", "frameworks", "environment",
+AREAS = ("root", "platform", "driver", "cuda", "devices", "multigpu", "toolkit", "cudnn", "tensorrt", "frameworks", "environment",
          "smoke", "policy", "gpudoctor")
-TITLES = {"platform": "Platform", "driver": "NVIDIA driver", "cuda": "CUDA driver & runtime", "devices": "GPUs",
+TITLES = {"root": "System read from its files", "platform": "Platform", "driver": "NVIDIA driver", "cuda": "CUDA driver & runtime", "devices": "GPUs",
           "multigpu": "Multi-GPU & NCCL",
           "toolkit": "CUDA toolkit & host compiler", "cudnn": "cuDNN", "tensorrt": "TensorRT",
           "frameworks": "Frameworks", "environment": "Environment", "smoke": "Smoke tests", "policy": "Requirements",
@@ -28,7 +28,12 @@ def _fmt(value) -> str:
 def render(report, console: Console, verbose: bool = False) -> None:
     plat = (report.probes.get("platform").facts or {}) if report.probes.get("platform") else {}
     osname = (plat.get("os") or {}).get("pretty_name", "unknown OS")
-    console.print(f"[bold]gpudoctor {__version__}[/] · {escape(osname)} · Python {(plat.get('python') or {}).get('version', '?')} "
+    python = f" · Python {(plat.get('python') or {}).get('version', '?')}"
+    root = (report.options or {}).get("root")
+    if root:  # check --root / --image: the judged system, not this machine
+        rel = ((report.probes["root"].facts or {}).get("os_release") or {}) if report.probes.get("root") else {}
+        osname, python = f"{rel.get('PRETTY_NAME') or report.options.get('os')} in {root} (read from its files)", ""
+    console.print(f"[bold]gpudoctor {__version__}[/] · {escape(osname)}{python} "
                   f"· matrix {report.matrix_version}" + (f" ({escape(report.matrix_origin)})"
                                                          if report.matrix_origin and not report.matrix_origin.startswith("bundled")
                                                          else ""))

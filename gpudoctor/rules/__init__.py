@@ -98,13 +98,14 @@ def probe_failures(facts: Facts, ctx: RuleContext) -> List[Finding]:
     return out
 
 
-def evaluate(facts: Facts, ctx: RuleContext) -> List[Finding]:
-    """Every rule's findings, then one for each problem a probe recorded that none of them names
-    (:func:`gpudoctor.rules.faults.unreported_problems`: nothing broken is reported as fine)."""
+def evaluate(facts: Facts, ctx: RuleContext, rules: Optional[List[Callable]] = None) -> List[Finding]:
+    """Every rule's findings (``rules``: these instead of all, with :func:`probe_failures`; a check of a root
+    on disk runs the ones its facts can feed), then one for each problem a probe recorded that none of them
+    names (:func:`gpudoctor.rules.faults.unreported_problems`: nothing broken is reported as fine)."""
     from gpudoctor.rules.faults import unreported_problems
 
     findings: List[Finding] = []
-    for rule in _rules():
+    for rule in (_rules() if rules is None else list(rules) + [probe_failures]):
         try:
             findings.extend(rule(facts, ctx))
         except Exception as exc:  # isolation: one broken rule must not hide the others' findings

@@ -1,0 +1,90 @@
+"""Judgements of a system read from its files (``check --root`` / ``--image``): what it holds, CUDA majors
+mixed in one root, and what only a live system can say. The driver and runtime rules of the live check judge
+a root's runtimes too (against ``--driver``): see :mod:`gpudoctor.sysroot.check`."""
+from __future__ import annotations
+
+import shlex
+from typing import Dict, List
+
+from gpudoctor.findings import Finding, Fix, Severity
+
+#: The CUDA runtime and the libraries built against one CUDA major (one process loads one major of each).
+RUNTIME_FAMILY = ("libcudart", "libcublas", "libcublasLt", "libcufft", "libcurand", "libcusolver", "libcusparse",
+                  "libnvrtc", "libnvJitLink")
+DOC = "https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/index.html"
+
+
+def inventory(facts, ctx) -> List[Finding]:
+    r = facts["root"]
+    if not r:
+        return []
+    libs = r.get("libraries") or {}
+    shown = []
+    for stem, copies in libs.items():
+        versions = sorted({c.get("version") or "?" for c in copies})
+        shown.append(f"{stem} {'/'.join(versions)}")
+    where = (r.get("os_release") or {}).get("PRETTY_NAME") or "a Linux root"
+    toolkits = [t.get("version") or t.get("home") for t in r.get("toolkits") or []]
+    title = f"{where}: {len(libs)} CUDA libraries" + (f" ({', '.join(shown[:6])}{', …' if len(shown) > 6 else ''})" if shown else "") \
+        + (f"; CUDA toolkit {', '.join(toolkits)}" if toolkits else "; no CUDA toolkit")
+    return [Finding("root.inventory", Severity.INFO, "root", title,
+                    evidence={"libraries": {s: [c.get("path") for c in cs] for s, cs in libs.items()},
+                              "toolkits": r.get("toolkits") or [], "frameworks": r.get("frameworks") or {},
+                              "site_dirs": r.get("site_dirs") or []})]
+
+
+def cuda_majors_mixed(facts, ctx) -> List[Finding]:
+    """Runtime-family libraries of more than one CUDA major in one root: a process loads whichever its
+    loader or its framework finds first, and a library of one major beside a runtime of another fails."""
+    libs = facts["root"].get("libraries") or {}
+    by_major: Dict[str, List[dict]] = {}
+    for stem in RUNTIME_FAMILY:
+        for c in libs.get(stem) or []:
+            mj = _cuda_major(stem, c)
+            if mj:
+                by_major.setdefault(mj, []).append(dict(c, stem=stem))
+    if len(by_major) < 2:
+        return []
+    majors = sorted(by_major, key=int)
+    counts = {m: len(v) for m, v in by_major.items()}
+    minority = min(majors, key=lambda m: (counts[m], int(m)))
+    packages = sorted({c["package"] for c in by_major[minority] if c.get("package")})
+    fixes = []
+    if packages:
+        fixes.append(Fix(f"Keep one CUDA major: remove the CUDA {minority} wheels if nothing in the image needs them.",
+                         ("python -m pip uninstall -y " + " ".join(shlex.quote(p) for p in packages),)))
+    fixes.append(Fix("List which package brought each copy.",
+                     ("python -m pip list 2>/dev/null | grep -i nvidia; dpkg -S libcudart.so 2>/dev/null",)))
+    return [Finding("root.cuda_majors_mixed", Severity.WARN, "cuda",
+                    f"CUDA libraries of {len(majors)} majors in one root: "
+                    + "; ".join(f"CUDA {m}: {', '.join(sorted({c['stem'] for c in by_major[m]}))}" for m in majors),
+                    evidence={f"cuda_{m}": [c.get("path") for c in by_major[m]] for m in majors},
+                    fixes=tuple(fixes), doc=DOC,
+                    detail="Each framework loads the major it was built for; a library of another major on the "
+                           "loader's path (LD_LIBRARY_PATH, the ldconfig cache) can be picked instead and fail with "
+                           "undefined symbols or 'CUDA driver version is insufficient'.")]
+
+
+def needs_live_system(facts, ctx) -> List[Finding]:
+    """Said once: what a check from files cannot judge."""
+    if not facts["root"]:
+        return []
+    given = facts["driver"].get("given_version")
+    return [Finding("root.needs_live_system", Severity.INFO, "root",
+                    "Judged from files only: the GPUs, the kernel module, NVML and the smoke tests need a live system"
+                    + ("" if given else "; give --driver VERSION (the host's driver) to judge the runtimes against it"),
+                    evidence={"driver": given or "not given", "target_gpus": [t.get("name") for t in facts.targets]})]
+
+
+def _cuda_major(stem: str, copy: dict) -> str:
+    """The CUDA major of a runtime-family library copy: its wheel's suffix (nvidia-cublas-cu12), else its soname
+    major (libcudart.so.12; libcublas.so.12; libnvrtc.so.12), else its version's major."""
+    pkg = copy.get("package") or ""
+    if "-cu" in pkg and pkg.rsplit("-cu", 1)[1].isdigit():
+        return pkg.rsplit("-cu", 1)[1]
+    mj = copy.get("soname_major")
+    if mj and mj.isdigit() and int(mj) >= 9:
+        return mj
+    version = copy.get("version") or ""
+    head = version.split(".")[0]
+    return head if head.isdigit() and 9 <= int(head) <= 20 else ""

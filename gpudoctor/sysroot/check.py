@@ -1,0 +1,66 @@
+"""`gpudoctor check --root DIR` / `--image FILE`: judge a system from its files (nothing in it is executed).
+
+The root's probes read through its :class:`~gpudoctor.sysroot.view.SystemView` with the same code as the live
+check (the library index, the loader probe); their facts are given the live probes' shapes where a live rule
+judges them (the CUDA runtimes against ``--driver``), and the root's own rules add what a root can say.
+"""
+from __future__ import annotations
+
+import time
+from typing import Optional, Sequence, Tuple
+
+from gpudoctor.check import Report
+from gpudoctor.process.runner import Probe, ProbeContext, run_probes
+from gpudoctor.rules.fixes import OsFlavor
+
+__all__ = ["run_root_check"]
+
+
+def _os_flavor(view, root_facts: dict) -> OsFlavor:
+    if view.os == "windows":
+        return OsFlavor.from_platform({"system": "Windows"})
+    rel = root_facts.get("os_release") or {}
+    # an image runs in a container: its fixes need no sudo
+    return OsFlavor.from_platform({"system": "Linux", "os": {"id": rel.get("ID"), "id_like": rel.get("ID_LIKE"),
+                                                             "version_id": rel.get("VERSION_ID")},
+                                   "container": {"is_container": True}})
+
+
+def run_root_check(view, matrix, driver: Optional[str] = None, targets: Sequence[Tuple[str, str]] = (),
+                   timeout: float = 30.0) -> Report:
+    """Probe the root ``view`` names (Linux: libraries, loader picks, toolkits, frameworks; Windows: see
+    :mod:`gpudoctor.windows`), judge the facts (``driver``: the driver version of the host that will run it,
+    e.g. "535.104.05"; ``targets``: (name, compute capability) of GPUs it will run on), and return a report."""
+    from gpudoctor.probes import loader
+    from gpudoctor.rules import Facts, RuleContext, cuda, evaluate, implausible, root
+    from gpudoctor.rules import loader as loader_rules
+    from gpudoctor.sysroot import linux_probe
+
+    t0 = time.monotonic()
+    ctx = ProbeContext(env=view.env, smoke=False, timeout=min(timeout / 3, 10.0), cache=False, view=view)
+    if view.os == "windows":
+        from gpudoctor.sysroot import windows_probe
+
+        probes = [Probe("windows", "windows", windows_probe.probe, timeout)]
+        rules = [root.needs_live_system] + windows_probe.rules()
+    else:
+        probes = [Probe("root", "root", linux_probe.probe, timeout), Probe("loader", "loader", loader.probe, timeout)]
+        rules = [root.inventory, root.needs_live_system, root.cuda_majors_mixed, cuda.driver_vs_runtimes,
+                 loader_rules.loader_integrity]
+    results = run_probes(probes, ctx)
+    got = {n: r.facts for n, r in results.items() if r.status == "ok"}
+    if "root" in got:
+        got["cuda"] = linux_probe.cuda_facts(got["root"])
+        got["frameworks"] = linux_probe.frameworks_facts(got["root"])
+    if driver:
+        got["driver"] = {"given_version": driver}
+    facts = Facts(got, {n: {"status": r.status, "error": r.error} for n, r in results.items()},
+                  targets=[{"index": "target", "name": n, "compute_capability": cc} for n, cc in targets])
+    osf = _os_flavor(view, got.get("root") or {})
+    rctx = RuleContext(matrix=matrix, os=osf)
+    findings = evaluate(facts, rctx, rules=rules + [implausible.implausible_values])
+    findings.sort(key=lambda f: -f.severity.rank)
+    return Report(results, findings, time.monotonic() - t0, getattr(matrix, "data_version", None), osf,
+                  matrix_origin=getattr(matrix, "origin", None),
+                  options={"root": view.root, "os": view.os, "driver": driver,
+                           "target_gpus": [f"{n} ({cc})" for n, cc in targets], "smoke": False, "no_gpu": True})

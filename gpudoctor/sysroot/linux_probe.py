@@ -1,0 +1,130 @@
+"""What a Linux root on disk holds for CUDA, read from its files alone (nothing in it is executed): every copy
+of each CUDA library in the places its dynamic loader and its Pythons search (the same
+:class:`~gpudoctor.probes.libfind.LibraryIndex` as the live check, reading through the root's view), the file
+the loader picks for each soname, the CUDA toolkits under ``/usr/local/cuda*`` with their own version files,
+and the GPU frameworks' distributions with the CUDA they were built for. Facts only: rules judge them.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+from typing import Dict, List, Optional
+
+from gpudoctor.probes.libfind import index_for
+
+#: Library stems whose copies are listed (the CUDA runtime and the libraries built on it, the driver's).
+STEMS = ("libcudart", "libcublas", "libcublasLt", "libcufft", "libcurand", "libcusolver", "libcusparse", "libnvrtc",
+         "libnvJitLink", "libcudnn", "libnccl", "libnvinfer", "libcuda", "libnvidia-ml")
+#: Sonames whose loader pick is traced (what a program asking by name gets).
+SONAMES = ("libcuda.so.1", "libnvidia-ml.so.1")
+_CUDA_LOCAL = re.compile(r"\+cu(\d{2,3})$")  # PyTorch's wheel local version: 2.3.0+cu121
+
+
+def probe(ctx) -> dict:
+    """``{"os_release": {ID, ID_LIKE, VERSION_ID, PRETTY_NAME}, "libraries": {stem: [LibCopy dict + "soname_major"]},
+    "picked": {soname: loader trace | None}, "toolkits": [{"home", "version" (version.json's "cuda"), "nvcc":
+    bool}], "site_dirs": [...], "frameworks": {name: {"version", "cuda" (torch: from its +cuXYZ build), "dist"}},
+    "problems": [...]}`` of the root ``ctx.view`` names."""
+    view = ctx.view
+    idx = index_for(ctx)
+    toolkits = _toolkits(view)
+    libraries = {}
+    for stem in STEMS:
+        found = [_with_toolkit_version(dict(c.to_dict(), soname_major=_soname_major(c.path)), toolkits)
+                 for c in idx.copies(stem)]
+        if found:
+            libraries[stem] = found
+    return {
+        "os_release": _os_release(view),
+        "libraries": libraries,
+        "picked": {s: idx.loader_trace(s) for s in SONAMES},
+        "toolkits": toolkits,
+        "site_dirs": list(idx.site_dirs),
+        "frameworks": _frameworks(view, idx.site_dirs),
+        "problems": list(idx.problems),
+    }
+
+
+def cuda_facts(root_facts: dict) -> dict:
+    """The live cuda probe's shape (``{"libcudart": [copies]}``) from a root's facts, so the live rules that
+    judge CUDA runtimes against a driver judge the root's too."""
+    return {"libcudart": list((root_facts.get("libraries") or {}).get("libcudart") or [])}
+
+
+def frameworks_facts(root_facts: dict) -> dict:
+    """The live frameworks probe's shape for what a root's dist-infos say (``{"torch": {"version", "cuda"}}``)."""
+    return {name: {"version": f.get("version"), "cuda": f.get("cuda")} for name, f in (root_facts.get("frameworks") or {}).items()}
+
+
+def _with_toolkit_version(copy: dict, toolkits: List[dict]) -> dict:
+    """A copy named by its soname alone (libcudart.so.13) inside a toolkit takes that toolkit's version (its
+    own version.json or CUDART_VERSION), as the live check asks the library itself (which a root cannot)."""
+    if "." in (copy.get("version") or "") or not copy.get("realpath"):
+        return copy
+    for tk in toolkits:
+        home = (tk.get("realpath") or tk.get("home") or "").rstrip("/") + "/"
+        if tk.get("version") and copy["realpath"].startswith(home):
+            return dict(copy, version=tk["version"], version_from=f"the toolkit in {tk['home']}")
+    return copy
+
+
+def _soname_major(path: str) -> Optional[str]:
+    m = re.search(r"\.so\.(\d+)", os.path.basename(path))
+    return m.group(1) if m else None
+
+
+def _os_release(view) -> Dict[str, str]:
+    text = view.read_text("/etc/os-release", 64 << 10) or view.read_text("/usr/lib/os-release", 64 << 10) or ""
+    out = {}
+    for line in text.splitlines():
+        k, sep, v = line.partition("=")
+        if sep and k in ("ID", "ID_LIKE", "VERSION_ID", "PRETTY_NAME"):
+            out[k] = v.strip().strip('"')
+    return out
+
+
+def _toolkits(view) -> List[dict]:
+    out = []
+    for home in view.glob("/usr/local/cuda*"):
+        if not view.isdir(home):
+            continue
+        version = None
+        raw = view.read_text(os.path.join(home, "version.json"), 1 << 20)
+        if raw:
+            try:
+                version = ((json.loads(raw).get("cuda") or {}).get("version"))
+            except (ValueError, AttributeError):
+                version = None
+        if version is None:  # a toolkit without version.json (pip-assembled ones): its runtime header says
+            header = view.read_text(os.path.join(home, "include", "cuda_runtime_api.h"), 1 << 20) or ""
+            m = re.search(r"#define\s+CUDART_VERSION\s+(\d+)", header)
+            if m:
+                n = int(m.group(1))
+                version = f"{n // 1000}.{(n % 1000) // 10}"
+        out.append({"home": home, "realpath": view.realpath(home), "version": version,
+                    "nvcc": view.isfile(os.path.join(home, "bin", "nvcc"))})
+    return out
+
+
+def _frameworks(view, site_dirs) -> Dict[str, dict]:
+    """GPU frameworks by their dist-info directory names (name-version.dist-info): no import, nothing run."""
+    names = {"torch": "torch", "tensorflow": "tensorflow", "onnxruntime_gpu": "onnxruntime", "jax": "jax", "cupy": "cupy"}
+    out: Dict[str, dict] = {}
+    for sp in site_dirs:
+        for n in view.listdir(sp):
+            if not n.endswith(".dist-info"):
+                continue
+            dist, _, version = n[: -len(".dist-info")].partition("-")
+            key = dist.lower()
+            if key.startswith("cupy_cuda"):
+                key = "cupy"
+            if key not in names or names[key] in out:
+                continue
+            entry = {"version": version, "dist": os.path.join(sp, n)}
+            m = _CUDA_LOCAL.search(version)
+            if names[key] == "torch" and m:
+                digits = m.group(1)
+                entry["cuda"] = f"{digits[:-1]}.{digits[-1]}"
+            out[names[key]] = entry
+    return out

@@ -1,0 +1,96 @@
+"""`gpudoctor check --root DIR`: a Linux root laid out from real files of this machine (Debian's driver 535
+libraries with their /etc/alternatives links, the CUDA 13.0 toolkit's libcudart and header, Debian's CUDA 11.8
+libcudart, the real cuDNN wheel) judged from its files by the live check's rules, nothing in it executed;
+bad options are one line and exit 2."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from tests.test_sysroot_libindex import CUDNN, LIBCUDA, _copy_chain
+
+CUDART13 = "/usr/local/cuda/lib64/libcudart.so.13"
+CUDART11 = "/usr/lib/x86_64-linux-gnu/libcudart.so.11.0"
+HEADER = "/usr/local/cuda/include/cuda_runtime_api.h"
+needs_parts = pytest.mark.skipif(not all(os.path.exists(p) for p in (LIBCUDA, CUDART13, HEADER, CUDNN)),
+                                 reason="needs .ci/install-real-parts, the CUDA 13.0 toolkit and .ci/fetch-real-wheels")
+
+
+def _gd(*args, env=None):
+    return subprocess.run([sys.executable, "-m", "gpudoctor", "check", *args], capture_output=True, text=True,
+                          timeout=120, env=env)
+
+
+def _root(tmp_path, cuda11=False):
+    root = tmp_path / "rootfs"
+    (root / "etc").mkdir(parents=True)
+    (root / "etc" / "os-release").write_text('PRETTY_NAME="Ubuntu 22.04.4 LTS"\nID=ubuntu\nID_LIKE=debian\nVERSION_ID="22.04"\n')
+    _copy_chain(LIBCUDA, str(root))
+    tk = root / "usr" / "local" / "cuda-13.0"
+    (tk / "lib64").mkdir(parents=True)
+    (tk / "include").mkdir()
+    shutil.copy2(CUDART13, tk / "lib64" / "libcudart.so.13")
+    shutil.copy2(HEADER, tk / "include" / "cuda_runtime_api.h")
+    (tk / "bin").mkdir()
+    marker = tmp_path / "EXECUTED"
+    nvcc = tk / "bin" / "nvcc"  # if anything ran the image's programs, this would say so
+    nvcc.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    nvcc.chmod(0o755)
+    os.symlink("cuda-13.0", root / "usr" / "local" / "cuda")
+    shutil.copytree(CUDNN, root / "usr" / "local" / "lib" / "python3.10" / "dist-packages")
+    if cuda11:
+        shutil.copy2(CUDART11, root / "usr" / "local" / "lib" / "libcudart.so.11.0")
+    env = tmp_path / "image.env"
+    env.write_text("PATH=/usr/local/cuda/bin:/usr/bin:/bin\nLD_LIBRARY_PATH=/usr/local/lib\n")
+    return root, env, marker
+
+
+@needs_parts
+def test_a_root_is_judged_by_the_live_rules_against_the_hosts_driver_and_nothing_in_it_runs(tmp_path):
+    root, env, marker = _root(tmp_path)
+    old = _gd("--root", str(root), "--env", str(env), "--driver", "535.104.05", "--target-gpu", "H100", "--json")
+    assert old.returncode == 1, old.stderr
+    report = json.loads(old.stdout)
+    ids = {f["id"]: f for f in report["findings"]}
+    assert ids["driver.too_old"]["title"].startswith("Driver 535.104.05 (CUDA ≤ 12.2) is too old for 13.0 runtimes")
+    assert "13.0" in ids["root.inventory"]["title"] and "libcudnn 9." in ids["root.inventory"]["title"]
+    assert report["options"]["driver"] == "535.104.05" and report["options"]["target_gpus"] == ["H100 (9.0)"]
+    new = _gd("--root", str(root), "--env", str(env), "--driver", "580.95.05")
+    assert new.returncode == 0, new.stdout + new.stderr
+    shown = " ".join(new.stdout.split())  # prose may wrap where the environment sets COLUMNS
+    assert "driver.too_old" not in shown and f"Ubuntu 22.04.4 LTS in {root} (read from its files)" in shown
+    assert not marker.exists()
+
+
+@needs_parts
+@pytest.mark.skipif(not os.path.exists(CUDART11), reason="needs Debian's CUDA 11.8 (.ci/install-real-parts)")
+def test_cuda_runtimes_of_two_majors_in_one_root_are_named(tmp_path):
+    root, env, _ = _root(tmp_path, cuda11=True)
+    out = _gd("--root", str(root), "--env", str(env), "--json")
+    (f,) = [f for f in json.loads(out.stdout)["findings"] if f["id"] == "root.cuda_majors_mixed"]
+    assert f["severity"] == "warn" and f["title"] == "CUDA libraries of 2 majors in one root: CUDA 11: libcudart; CUDA 13: libcudart"
+    assert f["evidence"]["cuda_11"] == ["/usr/local/lib/libcudart.so.11.0"]
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--root", "/nonexistent-gd-root"], "--root /nonexistent-gd-root: not a directory"),
+    (["--root", ".", "--image", "x.tar"], "give one of --root DIR or --image FILE"),
+    (["--driver", "535.104.05"], "give one of --root DIR or --image FILE"),
+    (["--root", ".", "--driver", "latest"], "--driver 'latest' is not an NVIDIA driver version"),
+    (["--root", ".", "--engine", "x.plan"], "--engine needs a live system"),
+    (["--image", "/nonexistent-gd.tar"], "--image /nonexistent-gd.tar: no such file"),
+])
+def test_bad_root_options_are_one_line_and_exit_2(args, words):
+    r = _gd(*args)
+    assert r.returncode == 2 and r.stderr.strip() == f"gpudoctor: error: {words}" or words in r.stderr, r.stderr
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and r.stdout == ""
+
+
+def test_a_bad_env_file_is_one_line_and_exit_2(tmp_path):
+    bad = tmp_path / "bad.env"
+    bad.write_text("PATH=/bin\nnot an assignment\n")
+    r = _gd("--root", str(tmp_path), "--env", str(bad))
+    assert r.returncode == 2 and r.stderr.strip() == f"gpudoctor: error: {bad}, line 2: not KEY=VALUE: 'not an assignment'"
