@@ -94,19 +94,19 @@ def read_pe(path: str, max_bytes: int = 512 << 20) -> PeInfo:
     try:
         pe = pefile.PE(path, fast_load=True)
     except pefile.PEFormatError as exc:
-        raise PeError(f"{path}: damaged PE header ({exc.value})") from None
+        raise PeError(f"{path}: damaged PE header ({_one_line(exc.value)})") from None
     except (OSError, MemoryError) as exc:
         raise PeError(f"{path}: cannot read: {exc}") from None
     except _PEFILE_SLIPS as exc:
-        raise PeError(f"{path}: damaged PE header ({type(exc).__name__}: {exc})") from None
+        raise PeError(f"{path}: damaged PE header ({type(exc).__name__}: {_one_line(exc)})") from None
     try:
         _check_extent(path, pe, size)
         try:
             pe.parse_data_directories(directories=_DIRECTORIES)
         except pefile.PEFormatError as exc:
-            raise PeError(f"{path}: damaged PE data directory ({exc.value})") from None
+            raise PeError(f"{path}: damaged PE data directory ({_one_line(exc.value)})") from None
         except _PEFILE_SLIPS as exc:
-            raise PeError(f"{path}: damaged PE data directory ({type(exc).__name__}: {exc})") from None
+            raise PeError(f"{path}: damaged PE data directory ({type(exc).__name__}: {_one_line(exc)})") from None
         machine = pe.FILE_HEADER.Machine
         imports = _dll_names(getattr(pe, "DIRECTORY_ENTRY_IMPORT", ()))
         delay = _dll_names(getattr(pe, "DIRECTORY_ENTRY_DELAY_IMPORT", ()))
@@ -117,6 +117,10 @@ def read_pe(path: str, max_bytes: int = 512 << 20) -> PeInfo:
                       imports=_unique(imports + delay), delay_imports=_unique(delay))
     finally:
         pe.close()
+
+
+def _one_line(what: object) -> str:
+    return " ".join(str(what).split())[:200]
 
 
 def _check_head(path: str, head: bytes, size: int) -> None:
@@ -203,7 +207,7 @@ def nvidia_driver_version(file_version: Version4) -> Optional[str]:
     (https://learn.microsoft.com/en-us/windows-hardware/drivers/display/driver-dll-for-display-adapter-or-chipset-has-properly-formatted-file-version),
     in which NVIDIA writes its driver number into the last five digits, as Mozilla's driver blocklist
     records ("257.21 ... corresponds to the last 5 digits in the technical version number, which for
-    instance is 8.17.12.5721", https://wiki.mozilla.org/Blocklisting/Blocked_Graphics_Drivers). NVIDIA's
+    instance is 8.17.12.5721", https://wiki.mozilla.org/Blocklisting/Blocked_Graphics_Drivers, 2011). NVIDIA's
     own documentation, as far as we found, gives the driver number but not the rule.
 
     Not fitting (None): a field outside 0-65535, a fourth field over 9999, fewer than five digits, a first
