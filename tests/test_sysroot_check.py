@@ -94,3 +94,67 @@ def test_a_bad_env_file_is_one_line_and_exit_2(tmp_path):
     bad.write_text("PATH=/bin\nnot an assignment\n")
     r = _gd("--root", str(tmp_path), "--env", str(bad))
     assert r.returncode == 2 and r.stderr.strip() == f"gpudoctor: error: {bad}, line 2: not KEY=VALUE: 'not an assignment'"
+
+
+def _docker_save(root, path, env_list):
+    """A `docker save` archive (classic layout) of ``root`` as one layer, with an image config holding Env."""
+    import hashlib
+    import io
+    import tarfile
+
+    layer = io.BytesIO()
+    with tarfile.open(fileobj=layer, mode="w") as t:
+        for name in sorted(os.listdir(root)):
+            t.add(os.path.join(root, name), arcname=name)  # links are stored as links
+    data = layer.getvalue()
+    config = json.dumps({"architecture": "amd64", "os": "linux", "config": {"Env": env_list},
+                         "rootfs": {"type": "layers", "diff_ids": ["sha256:" + hashlib.sha256(data).hexdigest()]}}).encode()
+    cfg_name = hashlib.sha256(config).hexdigest() + ".json"
+    with tarfile.open(path, "w") as out:
+        for name, blob in (("abc/layer.tar", data), (cfg_name, config),
+                           ("manifest.json", json.dumps([{"Config": cfg_name, "RepoTags": ["cuda-app:test"],
+                                                          "Layers": ["abc/layer.tar"]}]).encode())):
+            info = tarfile.TarInfo(name)
+            info.size = len(blob)
+            out.addfile(info, io.BytesIO(blob))
+
+
+def _judged(stdout):
+    return sorted((f["id"], f["severity"], f["title"]) for f in json.loads(stdout)["findings"])
+
+
+@needs_parts
+def test_an_image_archive_gets_the_findings_of_its_root_and_leaves_nothing_behind(tmp_path):
+    root, env, marker = _root(tmp_path, cuda11=os.path.exists(CUDART11))
+    archive = tmp_path / "image.tar"
+    _docker_save(root, archive, ["PATH=/usr/local/cuda/bin:/usr/bin:/bin", "LD_LIBRARY_PATH=/usr/local/lib"])
+    by_root = _gd("--root", str(root), "--env", str(env), "--driver", "535.104.05", "--json")
+    tmp = tmp_path / "tmpdir"
+    tmp.mkdir()
+    by_image = _gd("--image", str(archive), "--driver", "535.104.05", "--json", env=dict(os.environ, TMPDIR=str(tmp)))
+    assert by_image.returncode == by_root.returncode == 1, by_image.stderr
+    assert _judged(by_image.stdout) == _judged(by_root.stdout)
+    assert json.loads(by_image.stdout)["options"]["root"] == f"image {archive}"
+    with open(archive, "rb") as fh:  # docker save IMAGE | gpudoctor check --image -
+        piped = subprocess.run([sys.executable, "-m", "gpudoctor", "check", "--image", "-", "--driver", "535.104.05",
+                                "--json"], stdin=fh, capture_output=True, text=True, timeout=120,
+                               env=dict(os.environ, TMPDIR=str(tmp)))
+    assert _judged(piped.stdout) == _judged(by_root.stdout), piped.stderr
+    assert list(tmp.iterdir()) == [] and not marker.exists()  # the temporary root is gone; nothing ran
+
+
+def test_a_crafted_image_is_refused_with_exit_2_and_nothing_written_outside(tmp_path):
+    import io
+    import tarfile
+
+    archive = tmp_path / "evil.tar"
+    with tarfile.open(archive, "w") as t:
+        info = tarfile.TarInfo("../../escaped")
+        info.size = 4
+        t.addfile(info, io.BytesIO(b"evil"))
+    tmp = tmp_path / "tmpdir"
+    tmp.mkdir()
+    r = _gd("--image", str(archive), env=dict(os.environ, TMPDIR=str(tmp)))
+    assert r.returncode == 2 and r.stderr.startswith(f"gpudoctor: error: --image {archive}: ") and r.stdout == ""
+    assert len(r.stderr.strip().splitlines()) == 1 and "escaped" in r.stderr
+    assert list(tmp.iterdir()) == [] and not (tmp_path.parent / "escaped").exists()
