@@ -156,10 +156,13 @@ class RootWriter:
                 self._layer.setdefault("/".join(parts[:i + 1]), False)
                 nfd = os.open(name, _DIR_FLAGS, dir_fd=fd)
             except OSError as e:
-                os.close(fd)
+                try:
+                    is_link = stat.S_ISLNK(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode)
+                finally:
+                    os.close(fd)
                 if e.errno not in (errno.ELOOP, errno.ENOTDIR):
                     raise ImageError(f"{self._label}: member {show(member)} cannot be written ({e.strerror})")
-                what = "a symlink" if e.errno == errno.ELOOP else "not a directory"
+                what = "a symlink" if is_link else "not a directory"
                 raise ImageError(f"{self._label}: member {show(member)} would be written through "
                                  f"{show('/'.join(parts[:i + 1]))}, which is {what}; refused") from None
             os.close(fd)
@@ -234,16 +237,19 @@ class RootWriter:
 
     def _symlink_target(self, parts: List[str], m: tarfile.TarInfo) -> str:
         """The target to store: resolved inside the image root (absolute = from the root), as a relative path
-        with leading ``..`` only. ImageError when it climbs above the root or holds odd bytes."""
+        with leading ``..`` only. ImageError when a relative target climbs above the root or holds odd bytes."""
         target = m.linkname
         if not target or not target.isprintable():
             raise ImageError(f"{self._label}: symlink {show(m.name)} has an empty or odd target {show(target)}")
         here = parts[:-1]
-        stack = [] if target.startswith("/") else list(here)
+        absolute = target.startswith("/")
+        stack = [] if absolute else list(here)
         for comp in target.split("/"):
             if comp in ("", "."):
                 continue
             if comp == "..":
+                if not stack and absolute:
+                    continue  # "/.." is "/", as in a chroot: an absolute target cannot leave the root
                 if not stack:
                     raise ImageError(f"{self._label}: symlink {show(m.name)} -> {show(target)} points above the "
                                      "image root; refused")
