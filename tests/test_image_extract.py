@@ -9,7 +9,9 @@ import hashlib
 import io
 import json
 import os
+import shutil
 import stat
+import subprocess
 import sys
 import tarfile
 import types
@@ -215,6 +217,29 @@ def test_symlinks_are_stored_so_host_resolution_stays_inside(tmp_path, dest):
         resolved = os.path.realpath(dest / "rootfs" / name)
         assert resolved == rootfs or resolved.startswith(rootfs + os.sep), (name, resolved)
     assert os.readlink(dest / "rootfs/d/abs") == "../etc"
+
+
+@pytest.mark.skipif(shutil.which("tar") is None or not os.path.isdir("/etc/alternatives"), reason="needs GNU tar and /etc/alternatives")
+def test_gnu_tar_of_real_tree_links_rewritten_inside(tmp_path, dest):
+    """A docker-export-like tar written by GNU tar from this machine's /etc/alternatives (absolute links) and
+    /etc/ssl/certs (relative links): every link is stored relative and points where the image meant, in it."""
+    archive = tmp_path / "real.tar"
+    subprocess.run(["tar", "-C", "/", "-cf", str(archive), "etc/alternatives", "etc/ssl/certs"], check=True)
+    info = unpack_image(str(archive), str(dest))
+    rootfs = str(dest / "rootfs")
+    checked = 0
+    for sub in ("etc/alternatives", "etc/ssl/certs"):
+        for name in os.listdir(os.path.join("/", sub)):
+            host = os.path.join("/", sub, name)
+            if not os.path.islink(host):
+                continue
+            ours = os.path.join(rootfs, sub, name)
+            stored, meant = os.readlink(ours), os.readlink(host)
+            assert not stored.startswith("/")
+            want = os.path.normpath(os.path.join("/" + sub, meant))  # absolute targets are from the root
+            assert os.path.normpath(os.path.join(os.path.dirname(ours), stored)) == rootfs + want
+            checked += 1
+    assert checked > 10 and info.entries > checked
 
 
 def test_zstd_layer(tmp_path, dest, monkeypatch):

@@ -140,7 +140,7 @@ class OuterArchive:
 
     def blob(self, key: str, where: str, algo: str = "sha256") -> BlobReader:
         m = self.member(key, where)
-        return BlobReader(self.fd, m.offset_data, m.size, f"{where} ({key})", algo)
+        return BlobReader(self.fd, m.offset_data, m.size, where, algo)
 
     def json(self, key: str, where: str, digest: Optional[Tuple[str, str]] = None, size: Optional[int] = None):
         """The JSON in member ``key``, at most ``max_manifest_bytes``; its digest and size checked when given."""
@@ -158,8 +158,8 @@ class OuterArchive:
                              f"{digest[1][:16]}...)")
         try:
             return json.loads(data)
-        except (ValueError, UnicodeDecodeError) as e:
-            raise ImageError(f"{where}: {show(key)} is not valid JSON ({e})") from None
+        except (ValueError, UnicodeDecodeError, RecursionError) as e:
+            raise ImageError(f"{where}: {show(key)} is not valid JSON ({str(e)[:200] or type(e).__name__})") from None
 
 
 def _want(value, types, where: str, what: str):
@@ -232,6 +232,8 @@ def _descriptor(d, where: str) -> Tuple[str, Tuple[str, str], int]:
     _want(d, dict, where, "a descriptor")
     digest = parse_digest(d.get("digest"), where)
     size = _want(d.get("size"), int, where, "size")
+    if size < 0:
+        raise ImageError(f"{where}: size {size} is negative")
     media = d.get("mediaType") or ""
     _want(media, str, where, "mediaType")
     return media, digest, size
@@ -246,7 +248,10 @@ def _platform(d: dict) -> str:
     return f"{p.get('os', '?')}/{p.get('architecture', '?')}" if p else ""
 
 
-def _candidates(arc: OuterArchive, index, where: str, depth: int, out: list) -> None:
+def _candidates(arc: OuterArchive, index, where: str, depth: int, out: list, seen: Optional[set] = None) -> None:
+    """Image manifest descriptors (descriptor, digest, size) reachable from ``index``, attestations left out;
+    nested indexes are read once each, at most 3 deep and 64 in all (a fan-out cannot make it hang)."""
+    seen = set() if seen is None else seen
     _want(index, dict, where, "the index")
     for i, d in enumerate(_want(index.get("manifests"), list, where, "manifests")):
         media, digest, size = _descriptor(d, f"{where} manifests[{i}]")
@@ -254,10 +259,13 @@ def _candidates(arc: OuterArchive, index, where: str, depth: int, out: list) -> 
         if annotations.get("vnd.docker.reference.type") == "attestation-manifest" or _platform(d).startswith("unknown/"):
             continue
         if media in _INDEX_TYPES:
-            if depth >= 3:
-                raise ImageError(f"{where}: image indexes nested too deep")
+            if depth >= 3 or len(seen) >= 64:
+                raise ImageError(f"{where}: image indexes nested too deep or too many")
+            if digest in seen:
+                continue
+            seen.add(digest)
             nested = arc.json(_blob_key(digest), f"{where} manifests[{i}]", digest, size)
-            _candidates(arc, nested, _blob_key(digest), depth + 1, out)
+            _candidates(arc, nested, _blob_key(digest), depth + 1, out, seen)
         else:
             out.append((d, digest, size))
 

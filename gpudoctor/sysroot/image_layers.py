@@ -91,7 +91,11 @@ class RootWriter:
                 if member is None:
                     break
                 tf.members.clear()  # stream mode keeps every header otherwise: memory grows with the layer
-                self._member(tf, member)
+                try:
+                    self._member(tf, member)
+                except OSError as e:  # a name too long, a full disk: still one line naming the member
+                    raise ImageError(f"{label}: member {show(member.name)} cannot be written ({e.strerror or e})"
+                                     ) from None
             stream.check_end(tf.offset)
         except tarfile.TarError as e:
             raise ImageError(f"{label}: corrupt or truncated tar ({e})") from None
@@ -125,17 +129,14 @@ class RootWriter:
         pfd = self._walk(parts[:-1], create=True, member=m.name)
         try:
             self._replace(pfd, parts[-1], keep_dir=m.isdir(), member=m.name)
-            try:
-                if m.isdir():
-                    self._mkdir(pfd, parts[-1], m.mode)
-                elif m.issym():
-                    os.symlink(self._symlink_target(parts, m), parts[-1], dir_fd=pfd)
-                elif m.islnk():
-                    self._link(link_src, pfd, parts[-1], m.name)
-                else:
-                    self._write_file(tf, m, pfd, parts[-1])
-            except OSError as e:
-                raise ImageError(f"{where} {show(m.name)} cannot be written ({e.strerror})") from None
+            if m.isdir():
+                self._mkdir(pfd, parts[-1], m.mode)
+            elif m.issym():
+                os.symlink(self._symlink_target(parts, m), parts[-1], dir_fd=pfd)
+            elif m.islnk():
+                self._link(link_src, pfd, parts[-1], m.name)
+            else:
+                self._write_file(tf, m, pfd, parts[-1])
             self._layer[key] = m.isreg() or m.islnk()
         finally:
             os.close(pfd)
@@ -145,29 +146,30 @@ class RootWriter:
         """An fd for root/parts, every component a real directory (never a symlink); missing ones are made
         when ``create`` (else None is returned). The caller closes the fd."""
         fd = os.dup(self.root_fd)
-        for i, name in enumerate(parts):
-            try:
-                nfd = os.open(name, _DIR_FLAGS, dir_fd=fd)
-            except FileNotFoundError:
-                if not create:
-                    os.close(fd)
-                    return None
-                os.mkdir(name, 0o755, dir_fd=fd)
-                self._layer.setdefault("/".join(parts[:i + 1]), False)
-                nfd = os.open(name, _DIR_FLAGS, dir_fd=fd)
-            except OSError as e:
+        try:
+            for i, name in enumerate(parts):
                 try:
+                    nfd = os.open(name, _DIR_FLAGS, dir_fd=fd)
+                except FileNotFoundError:
+                    if not create:
+                        return None
+                    os.mkdir(name, 0o755, dir_fd=fd)
+                    self._layer.setdefault("/".join(parts[:i + 1]), False)
+                    nfd = os.open(name, _DIR_FLAGS, dir_fd=fd)
+                except OSError as e:
+                    if e.errno not in (errno.ELOOP, errno.ENOTDIR):
+                        raise
                     is_link = stat.S_ISLNK(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode)
-                finally:
-                    os.close(fd)
-                if e.errno not in (errno.ELOOP, errno.ENOTDIR):
-                    raise ImageError(f"{self._label}: member {show(member)} cannot be written ({e.strerror})")
-                what = "a symlink" if is_link else "not a directory"
-                raise ImageError(f"{self._label}: member {show(member)} would be written through "
-                                 f"{show('/'.join(parts[:i + 1]))}, which is {what}; refused") from None
-            os.close(fd)
-            fd = nfd
-        return fd
+                    what = "a symlink" if is_link else "not a directory"
+                    raise ImageError(f"{self._label}: member {show(member)} would be written through "
+                                     f"{show('/'.join(parts[:i + 1]))}, which is {what}; refused") from None
+                os.close(fd)
+                fd = nfd
+            found, fd = fd, -1
+            return found
+        finally:
+            if fd >= 0:
+                os.close(fd)
 
     def _mkdir(self, pfd: int, name: str, mode: int) -> None:
         try:
@@ -216,7 +218,7 @@ class RootWriter:
             os.close(fd)
 
     def _hardlink_source(self, m: tarfile.TarInfo, key: str) -> str:
-        target = "/".join(member_parts(m.linkname, f"{self._label}: hard link {show(m.name)} names"))
+        target = "/".join(member_parts(m.linkname, f"{self._label}: hard link {show(m.name)}: target"))
         if target != key and not self._layer.get(target):
             raise ImageError(f"{self._label}: hard link {show(m.name)} -> {show(m.linkname)} does not name a "
                              "regular file extracted earlier in this layer; refused")
