@@ -270,6 +270,9 @@ def _exit_now_if_stuck(code: int) -> int:
     if _probes_still_running():
         sys.stdout.flush()
         sys.stderr.flush()
+        from gpudoctor.process import scratch
+
+        scratch.remove_all()  # os._exit runs no finally: a stuck step's scratch directory would stay in TMPDIR
         os._exit(code)
     return code
 
@@ -345,9 +348,9 @@ def _main(argv=None) -> int:
         print("gpudoctor: error: --timeout must be between 0 and 600 seconds", file=sys.stderr)
         return EXIT_ERROR
     if args.root or args.image or args.root_os or args.env_file or args.driver:
-        from gpudoctor.sysroot.command import run_root
+        from gpudoctor.rootcheck.command import run_root
 
-        return run_root(args)
+        return run_root(args, _report_text, _target_gpus)
     from gpudoctor.check import run_check
 
     class SetupError(Exception):

@@ -120,10 +120,12 @@ def test_the_circle_finder_finds_circles():
 RANK = {
     "gpudoctor": 0, "formats": 0, "findings": 0, "smoke": 0,  # smoke: the kernel source, data only
     "process": 1,
+    "sysroot": 1.2,  # the judged system's files and environment: views, env files, images (may record problems)
+    "windows": 1.5,  # a Windows system's facts, read through a view (the probe of a Windows root reads them)
     "probes": 2, "matrix": 2, "render": 2,
     "rules": 3,
     "check": 4,
-    "inspect": 5, "install": 5, "explain": 5, "reports": 5, "cli": 6, "__main__": 7,
+    "inspect": 5, "install": 5, "explain": 5, "reports": 5, "rootcheck": 5, "cli": 6, "__main__": 7,
 }
 
 

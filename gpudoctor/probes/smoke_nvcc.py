@@ -8,10 +8,10 @@ import json
 import os
 import re
 import shutil
-import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from gpudoctor.process import scratch
 from gpudoctor.process.cache import Cache, file_identity
 from gpudoctor.probes import toolkit as toolkit_probe
 from gpudoctor.probes.driver import nvml_snapshot
@@ -226,14 +226,14 @@ def prestart(env, cache: Cache) -> None:
     hit = cache.get_by_key(key) if key else None
     if hit is None or hit["key"] in _early:
         return
-    tmp = tempfile.mkdtemp(prefix="gpudoctor-smoke-run-")
+    tmp = scratch.make("gpudoctor-smoke-run-")
     _early[hit["key"]] = (subproc.start([hit["files"]["smoke"]], env=subproc.lean_context_env(env), cwd=tmp), tmp)
 
 
 def discard_prestarted() -> None:
     for started, tmp in list(_early.values()):
         started.kill()
-        shutil.rmtree(tmp, ignore_errors=True)
+        scratch.remove(tmp)
     _early.clear()
 
 
@@ -243,10 +243,10 @@ def _run_binary(exe: str, env, timeout: float, early_key: str = None, label: str
     if early is not None:  # started at the beginning of the check: its time counts from then
         started, tmp = early
         r = started.wait(timeout)
-        shutil.rmtree(tmp, ignore_errors=True)
+        scratch.remove(tmp)
         seconds = r.seconds if getattr(r, "seconds", None) is not None else time.perf_counter() - t0
     else:
-        with tempfile.TemporaryDirectory(prefix="gpudoctor-smoke-run-") as tmp:
+        with scratch.scratch_dir("gpudoctor-smoke-run-") as tmp:
             r = run([exe], timeout=timeout, env=lean_context_env(env), cwd=tmp)
         seconds = time.perf_counter() - t0
     out = {"ok": _smoke_ok(r), "output": r.output[-2000:],
@@ -319,7 +319,7 @@ def _build_and_run(tk: dict, arch, gpu_present: bool, env, timeout: float, extra
         out["run"] = (_run_binary(hit["files"]["smoke"], env, timeout, early_key=hit["key"], label=f"{what} binary's run") if gpu_present
                       else {"skipped": "no GPU visible to NVML"})
         return out
-    with tempfile.TemporaryDirectory(prefix="gpudoctor-smoke-") as tmp, ThreadPoolExecutor(max_workers=1) as pool:
+    with scratch.scratch_dir("gpudoctor-smoke-") as tmp, ThreadPoolExecutor(max_workers=1) as pool:
         exe = os.path.join(tmp, "smoke")
         args[3] = exe
         # what the build reads, listed while it builds (a cold build only: a cached one is verified by stats)

@@ -12,7 +12,6 @@ import glob
 import os
 import re
 import shutil
-import tempfile
 from concurrent.futures import ThreadPoolExecutor
 
 from gpudoctor.formats import compilers as compilers_fmt
@@ -21,6 +20,7 @@ from gpudoctor.formats import nvcc as nvcc_fmt
 from gpudoctor.formats.nvcc import parse_dryrun  # noqa: F401 - probes/tests use them here
 from gpudoctor.probes import facts as typed
 from gpudoctor.probes import facts_toolkit as ft
+from gpudoctor.process import scratch
 from gpudoctor.process.problems import read_text
 from gpudoctor.process.subproc import run
 
@@ -115,7 +115,7 @@ def _describe(path: str, via: str, env, timeout: float) -> "ft.Toolkit":
     problems: list = []
     facts = {"nvcc": path, "nvcc_realpath": os.path.realpath(path), "found_via": via, "errors": [], "problems": problems}
     # nvcc's three questions (version, dry run, GPU code list) are independent: asked at once.
-    with tempfile.TemporaryDirectory(prefix="gpudoctor-") as tmp, ThreadPoolExecutor(max_workers=2) as pool:
+    with scratch.scratch_dir("gpudoctor-") as tmp, ThreadPoolExecutor(max_workers=2) as pool:
         src = os.path.join(tmp, "probe.cu")
         with open(src, "w") as fh:
             fh.write("__global__ void k() {}\n")

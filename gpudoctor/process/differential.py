@@ -27,15 +27,13 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import tempfile
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Mapping, Optional, Sequence
 
-from gpudoctor.process import subproc
+from gpudoctor.process import scratch, subproc
 
 #: PATH of the clean base: the FHS system directories, as login(1) and sudo's secure_path set them, so a
 #: step still finds the system's own tools (gcc, as, ld) and a tool it was given by absolute path runs.
@@ -491,7 +489,7 @@ def command_step(argv: Sequence[str], timeout: float, passed: Optional[Callable]
         b = subproc._current
         if b is not None and (b.expired or b.remaining() <= subproc.GRACE):
             return None
-        tmp = tempfile.mkdtemp(prefix="gpudoctor-differential-") if in_temp_dir else None
+        tmp = scratch.make("gpudoctor-differential-") if in_temp_dir else None
         try:
             for name, text in (files or {}).items():
                 with open(os.path.join(tmp, name), "w", encoding="utf-8") as fh:
@@ -504,7 +502,7 @@ def command_step(argv: Sequence[str], timeout: float, passed: Optional[Callable]
             r = started.wait(timeout)
         finally:
             if tmp:
-                shutil.rmtree(tmp, ignore_errors=True)
+                scratch.remove(tmp)
         if r.timed_out or (rnd is not None and rnd.cancelled):
             return None
         return bool(judge(r))

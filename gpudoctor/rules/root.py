@@ -1,6 +1,6 @@
 """Judgements of a system read from its files (``check --root`` / ``--image``): what it holds, CUDA majors
 mixed in one root, and what only a live system can say. The driver and runtime rules of the live check judge
-a root's runtimes too (against ``--driver``): see :mod:`gpudoctor.sysroot.check`."""
+a root's runtimes too (against ``--driver``): see :mod:`gpudoctor.rootcheck.check`."""
 from __future__ import annotations
 
 import shlex

@@ -26,6 +26,15 @@ def _os_flavor(view, root_facts: dict) -> OsFlavor:
                                    "container": {"is_container": True}})
 
 
+def _windows_rules() -> list:
+    """The rules that judge a Windows root's facts (:mod:`gpudoctor.rules.windows` when present)."""
+    try:
+        from gpudoctor.rules import windows
+    except ImportError:
+        return []
+    return list(windows.RULES)
+
+
 def run_root_check(view, matrix, driver: Optional[str] = None, targets: Sequence[Tuple[str, str]] = (),
                    timeout: float = 30.0) -> Report:
     """Probe the root ``view`` names (Linux: libraries, loader picks, toolkits, frameworks; Windows: see
@@ -34,15 +43,15 @@ def run_root_check(view, matrix, driver: Optional[str] = None, targets: Sequence
     from gpudoctor.probes import loader
     from gpudoctor.rules import Facts, RuleContext, cuda, evaluate, implausible, root
     from gpudoctor.rules import loader as loader_rules
-    from gpudoctor.sysroot import linux_probe
+    from gpudoctor.probes import root as linux_probe
 
     t0 = time.monotonic()
     ctx = ProbeContext(env=view.env, smoke=False, timeout=min(timeout / 3, 10.0), cache=False, view=view)
     if view.os == "windows":
-        from gpudoctor.sysroot import windows_probe
+        from gpudoctor.probes import windows_root
 
-        probes = [Probe("windows", "windows", windows_probe.probe, timeout)]
-        rules = [root.needs_live_system] + windows_probe.rules()
+        probes = [Probe("windows", "windows", windows_root.probe, timeout)]
+        rules = [root.needs_live_system] + _windows_rules()
     else:
         probes = [Probe("root", "root", linux_probe.probe, timeout), Probe("loader", "loader", loader.probe, timeout)]
         rules = [root.inventory, root.needs_live_system, root.cuda_majors_mixed, cuda.driver_vs_runtimes,

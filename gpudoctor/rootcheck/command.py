@@ -1,5 +1,5 @@
 """The command line of `gpudoctor check --root DIR` / `--image FILE`: validate the options, unpack an image into a
-temporary root (removed afterwards, whatever happens), judge it (:func:`gpudoctor.sysroot.check.run_root_check`)
+temporary root (removed afterwards, whatever happens), judge it (:func:`gpudoctor.rootcheck.check.run_root_check`)
 and print the report as `check` does. Bad input is one ``gpudoctor: error:`` line and exit 2."""
 from __future__ import annotations
 
@@ -28,8 +28,10 @@ def _guess_os(root: str) -> str:
     return "windows" if SystemView(root, "windows", {}).isdir("C:\\Windows\\System32") else "linux"
 
 
-def run_root(args) -> int:
-    """``gpudoctor check`` with --root or --image (and --os, --env, --driver, --target-gpu); the exit status."""
+def run_root(args, report_text, target_gpus) -> int:
+    """``gpudoctor check`` with --root or --image (and --os, --env, --driver, --target-gpu); the exit status.
+    ``report_text(report, fmt, redact, strict, verbose)`` and ``target_gpus(names, matrix_dir)`` are the command
+    line's own (the report's formats, --target-gpu's lookup)."""
     from gpudoctor.sysroot.envfile import EnvFileError, read_env_file
 
     if bool(args.root) == bool(args.image):
@@ -45,11 +47,12 @@ def run_root(args) -> int:
     if args.root:
         if not os.path.isdir(args.root):
             return _error(f"--root {args.root}: not a directory")
-        return _judge(args, args.root, args.root_os or _guess_os(args.root), env if env is not None else {})
-    return _judge_image(args, env)
+        return _judge(args, args.root, args.root_os or _guess_os(args.root), env if env is not None else {},
+                      report_text, target_gpus)
+    return _judge_image(args, env, report_text, target_gpus)
 
 
-def _judge_image(args, env) -> int:
+def _judge_image(args, env, report_text, target_gpus) -> int:
     from gpudoctor.sysroot.image import ImageError, unpack_image
 
     if args.image != "-" and not os.path.isfile(args.image):
@@ -66,20 +69,19 @@ def _judge_image(args, env) -> int:
             return _error(f"--image {args.image}: {exc}")
         image_env = dict(getattr(info, "env", None) or {})
         return _judge(args, os.path.join(dest, "rootfs"), "linux", env if env is not None else image_env,
-                      image=args.image)
+                      report_text, target_gpus, image=args.image)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _judge(args, root: str, os_name: str, env, image=None) -> int:
-    from gpudoctor.cli import _report_text, _target_gpus
+def _judge(args, root: str, os_name: str, env, report_text, target_gpus, image=None) -> int:
     from gpudoctor.findings import Severity
     from gpudoctor.matrix import MatrixError, load_matrix
-    from gpudoctor.sysroot.check import run_root_check
+    from gpudoctor.rootcheck.check import run_root_check
     from gpudoctor.sysroot.view import SystemView
 
     try:
-        targets = _target_gpus(list(args.target_gpu), args.matrix)
+        targets = target_gpus(list(args.target_gpu), args.matrix)
         matrix = load_matrix(args.matrix) if args.matrix else load_matrix()
     except (ValueError, MatrixError) as exc:
         return _error(str(exc))
@@ -93,11 +95,11 @@ def _judge(args, root: str, os_name: str, env, image=None) -> int:
         from gpudoctor.process.atomic import write_atomic
 
         try:
-            write_atomic(args.output, _report_text(report, fmt, redact, args.strict, args.verbose))
+            write_atomic(args.output, report_text(report, fmt, redact, args.strict, args.verbose))
         except OSError as exc:
             return _error(f"cannot write {args.output}: {exc.strerror or exc}")
     elif fmt != "console":
-        sys.stdout.write(_report_text(report, fmt, redact, args.strict, args.verbose))
+        sys.stdout.write(report_text(report, fmt, redact, args.strict, args.verbose))
     else:
         from gpudoctor.render import console
         from gpudoctor.render.terminal import make_console
