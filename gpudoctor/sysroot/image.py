@@ -133,7 +133,12 @@ def _source_tar(source, dest: str, limits: Limits) -> Tuple[str, str, List[str]]
             st = os.stat(path)
         except OSError as e:
             raise ImageError(f"{label}: cannot read the image archive ({e.strerror})") from None
-        if not stat.S_ISREG(st.st_mode):
+        if stat.S_ISFIFO(st.st_mode) or stat.S_ISCHR(st.st_mode):  # /dev/stdin, <(docker save IMAGE)
+            path = os.path.join(dest, _STDIN_SPOOL)
+            with open(label, "rb") as pipe:
+                _spool(pipe, path, limits, label)
+            spools.append(path)
+        elif not stat.S_ISREG(st.st_mode):
             raise ImageError(f"{label}: not a regular file; give a .tar archive (an OCI layout directory: "
                              f"tar -C DIR -cf layout.tar .)")
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)

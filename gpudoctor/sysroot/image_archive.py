@@ -22,6 +22,7 @@ from gpudoctor.sysroot.image_streams import BlobReader
 _INDEX_DEPTH = 3  # blobs/sha256/<hex> and <id>/layer.tar are shallow; a root fs's deep files are not indexed
 _INDEX_MAX = 100_000
 _BLOB_NAME = re.compile(r"^blobs/(sha256|sha512)/([0-9a-f]{64}|[0-9a-f]{128})$")
+_CLASSIC_LAYER = re.compile(r"^[0-9a-f]{64}/layer\.tar$")
 _CLASSIC_CONFIG = re.compile(r"^([0-9a-f]{64})\.json$")
 _DIGEST = re.compile(r"^(sha256|sha512):([0-9a-f]{64}|[0-9a-f]{128})$")
 _ROOTFS_MARKERS = {"etc", "usr", "bin", "lib", "sbin", "var"}
@@ -115,12 +116,19 @@ class OuterArchive:
             tf.close()
 
     def kind(self) -> str:
+        """``docker-save``, ``oci-layout`` or ``docker-export``; ImageError for an image archive this cannot
+        read (a layout without its index, a pre-1.10 docker save) rather than unpacking it as a root fs."""
         if self.top & _ROOTFS_MARKERS:
             return "docker-export"
         if "manifest.json" in self.index:
             return "docker-save"
-        if "oci-layout" in self.index and "index.json" in self.index:
+        if "oci-layout" in self.index:
+            if "index.json" not in self.index:
+                raise ImageError(f"{self.label}: an OCI layout (oci-layout) without index.json")
             return "oci-layout"
+        if "repositories" in self.index and any(_CLASSIC_LAYER.match(k) for k in self.index):
+            raise ImageError(f"{self.label}: a docker save archive without manifest.json (Docker before 1.10); "
+                             "save it again with a current docker")
         return "docker-export"
 
     def member(self, key: str, where: str) -> tarfile.TarInfo:
