@@ -264,7 +264,8 @@ def _candidates(arc: OuterArchive, index, where: str, depth: int, out: list, see
     for i, d in enumerate(_want(index.get("manifests"), list, where, "manifests")):
         media, digest, size = _descriptor(d, f"{where} manifests[{i}]")
         annotations = d.get("annotations") if isinstance(d.get("annotations"), dict) else {}
-        if annotations.get("vnd.docker.reference.type") == "attestation-manifest" or _platform(d).startswith("unknown/"):
+        attestation = annotations.get("vnd.docker.reference.type") == "attestation-manifest"
+        if attestation or _platform(d).startswith("unknown/"):
             continue
         if media in _INDEX_TYPES:
             if depth >= 3 or len(seen) >= 64:
@@ -292,7 +293,8 @@ def oci_plan(arc: OuterArchive) -> Plan:
     chosen = (amd64 or found)[0]
     if len(found) > 1:
         plats = ", ".join(sorted({_platform(c[0]) or "unnamed" for c in found}))
-        plan.notes.append(f"the index lists {len(found)} images ({plats}); checked {_platform(chosen[0]) or 'the first'}")
+        plan.notes.append(f"the index lists {len(found)} images ({plats}); "
+                          f"checked {_platform(chosen[0]) or 'the first'}")
     for d in index.get("manifests", []):
         ann = d.get("annotations") if isinstance(d, dict) and isinstance(d.get("annotations"), dict) else {}
         tag = ann.get("io.containerd.image.name") or ann.get("org.opencontainers.image.ref.name")

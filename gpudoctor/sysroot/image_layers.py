@@ -128,7 +128,7 @@ class RootWriter:
             return  # a link to itself: the file is already there
         pfd = self._walk(parts[:-1], create=True, member=m.name)
         try:
-            self._replace(pfd, parts[-1], keep_dir=m.isdir(), member=m.name)
+            self._replace(pfd, parts[-1], keep_dir=m.isdir())
             if m.isdir():
                 self._mkdir(pfd, parts[-1], m.mode)
             elif m.issym():
@@ -182,7 +182,7 @@ class RootWriter:
         finally:
             os.close(fd)
 
-    def _replace(self, pfd: int, name: str, keep_dir: bool, member: str) -> None:
+    def _replace(self, pfd: int, name: str, keep_dir: bool) -> None:
         """Clear the way for a new entry: a directory stays for a directory, anything else is removed."""
         try:
             st = os.stat(name, dir_fd=pfd, follow_symlinks=False)
