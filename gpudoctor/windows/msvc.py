@@ -51,7 +51,8 @@ def msvc_installs(view) -> List[dict]:
     "2019", "2022", "18"; edition "Community", "Professional", "Enterprise", "BuildTools", as on disk);
     ``toolset``: the ``VC\\Tools\\MSVC`` directory name ("14.38.33130"); ``msc_ver``: :func:`msc_ver_of_toolset`
     (None when the name is not a 14.XY.BBBBB version); ``cl_exe``: ``bin\\Hostx64\\x64\\cl.exe`` when it is a
-    file, else None (a toolset without its x64 compiler). Sorted by path."""
+    file, else None (a toolset without its x64 compiler). In the order of ``<Program Files>`` then
+    ``<Program Files (x86)>``, each by name."""
     out = []
     for vs_dir in _vs_roots(view):
         tools = ntpath.join(vs_dir, "VC", "Tools", "MSVC")
@@ -63,7 +64,7 @@ def msvc_installs(view) -> List[dict]:
             out.append({"vs_dir": vs_dir, "release_folder": ntpath.basename(ntpath.dirname(vs_dir)),
                         "edition": ntpath.basename(vs_dir), "toolset": toolset, "toolset_dir": toolset_dir,
                         "msc_ver": msc_ver_of_toolset(toolset), "cl_exe": cl if view.isfile(cl) else None})
-    return sorted(out, key=lambda r: r["toolset_dir"].lower())
+    return out
 
 
 def nvcc_msvc_bounds(view, toolkit_dir: str, problems: Optional[List[dict]] = None) -> dict:
