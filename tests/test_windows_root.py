@@ -205,6 +205,26 @@ def test_a_cudnn_copied_into_a_toolkit_and_a_cudnn_8_without_zlibwapi(broken):
     assert eight["zlibwapi"]["found"]["path"] is None and eight["zlibwapi"]["found"]["shadowed"] == []
 
 
+def test_cudnn_9_installer_layout_and_pip_wheel_say_their_cuda(tmp_path):
+    _real()
+    root = Root(tmp_path / "c")
+    cudnn = "C:\\Program Files\\NVIDIA\\CUDNN\\v9.28"
+    root.write(cudnn + "\\bin\\12.9\\x64\\cudnn64_9.dll", FAKE)
+    root.copy(CUDNN_H, cudnn + "\\include\\12.9\\cudnn_version.h")
+    site = "C:\\Program Files\\Python312\\Lib\\site-packages"
+    root.write(site + "\\nvidia\\cudnn\\bin\\cudnn64_9.dll", FAKE)
+    root.copy(CUDNN_H, site + "\\nvidia\\cudnn\\include\\cudnn_version.h")
+    facts = windows_facts(root.view(PATH="C:\\Windows\\system32"))
+    by_dir = {c["dir"]: c for c in facts["cudnn"]}
+    inst = by_dir[cudnn + "\\bin\\12.9\\x64"]
+    assert inst["found_via"] == ["cuDNN installer"] and inst["built_for_cuda"]["from_path"] == "12.9"
+    assert inst["header"] == {"path": cudnn + "\\include\\12.9\\cudnn_version.h", "version": "9.28.0"}
+    wheel = by_dir[site + "\\nvidia\\cudnn\\bin"]
+    assert wheel["found_via"] == ["python C:\\Program Files\\Python312"] and wheel["header"]["version"] == "9.28.0"
+    (py,) = facts["python"]
+    assert (py["kind"], py["version"], py["nvidia_wheels"]) == ("all users", "3.12", [])
+
+
 def test_tensorrt_from_its_zip_with_the_version_from_its_header(broken):
     _root, view = broken
     (trt,) = windows_facts(view)["tensorrt"]

@@ -5,15 +5,19 @@ built for, as their Windows packages leave them.
   ``C:\\Program Files\\NVIDIA\\CUDNN\\v9.x\\bin\\<cuda major.minor>\\[x64\\]``, headers under
   ``include\\<cuda major.minor>``; the zip archives are per CUDA major
   (``cudnn-windows-x86_64-9.x.y.z_cuda12-archive.zip``: ``bin\\``, ``include\\``, ``lib\\``), commonly copied into
-  a CUDA toolkit's folders (https://docs.nvidia.com/deeplearning/cudnn/installation/latest/windows.html).
-  cuDNN 8's zips were per CUDA major too, and cuDNN 8.3 to 8.9 on Windows need zlib's ``zlibwapi.dll`` on
-  the DLL search path ("Installing Zlib", cuDNN 8.9.x installation guide,
-  https://docs.nvidia.com/deeplearning/cudnn/archives/cudnn-897/install-guide/index.html); cuDNN loads it
-  at run time ("Could not locate zlibwapi.dll. Please make sure it is in your library path!"), so it is not
-  in any import table.
-* TensorRT's Windows zip holds ``lib\\nvinfer_<major>.dll`` (and ``include\\NvInferVersion.h``); pip's
-  ``tensorrt-cuNN-libs`` wheels put the DLLs in ``site-packages\\tensorrt_libs``
-  (https://docs.nvidia.com/deeplearning/tensorrt/latest/installing-tensorrt/installing.html).
+  a CUDA toolkit's folders (https://docs.nvidia.com/deeplearning/cudnn/installation/windows.html). cuDNN 9
+  loads ``cublasLt*.dll`` and ``nvrtc*.dll`` with ``LoadLibraryA()`` at run time
+  (https://docs.nvidia.com/deeplearning/cudnn/latest/installation/build-run-cudnn.html), so those are in no
+  import table: ``from_imports`` below can be empty for a real cuDNN 9.
+* cuDNN 8's zips were per CUDA major too, and from cuDNN 8.3 on Windows needs zlib's ``zlibwapi.dll`` on the
+  DLL search path ("Installing Zlib", cuDNN 8.x installation guide,
+  https://docs.nvidia.com/deeplearning/cudnn/archives/cudnn-893/pdf/cuDNN-Installation-Guide.pdf); where the
+  standard search order finds it is reported (import tables are not relied on for it).
+* TensorRT's Windows zip unpacks to a ``TensorRT-10.x.x.x`` folder wherever the user chooses, whose ``bin``
+  goes on PATH (https://docs.nvidia.com/deeplearning/tensorrt/10.16.1/installing-tensorrt/install-zip.html;
+  older zips had the DLLs in ``lib``, which is looked at too), with ``include\\NvInferVersion.h``; pip's
+  ``tensorrt-cuNN-libs`` wheels put the DLLs in ``site-packages\\tensorrt_libs`` (``tensorrt_lean_libs``,
+  ``tensorrt_dispatch_libs`` for the lean and dispatch runtimes).
 
 Which CUDA a copy was built for is read two ways, both kept: the ``bin\\<major.minor>`` folder it sits in
 (cuDNN 9's installer layout) and the CUDA majors of the CUDA libraries its DLLs import
@@ -38,16 +42,17 @@ def _key(path: str) -> str:
     return ntpath.normcase(ntpath.normpath(path))
 
 
-def _candidate_dirs(view, toolkits, pythons, fixed: List[Tuple[str, str]], wheel_subdir: str) -> List[Tuple[str, str]]:
+def _candidate_dirs(view, toolkits, pythons, fixed: List[Tuple[str, str]],
+                    wheel_globs: Tuple[str, ...]) -> List[Tuple[str, str]]:
     """``[(directory, how it was found)]``: each toolkit's ``bin``, the given fixed places, every PATH entry
-    and each Python install's ``site-packages\\<wheel_subdir>``; each directory once (first reason kept,
-    later reasons appended by the caller through the returned order)."""
+    (``"PATH entry <0-based index>"``) and each Python install's ``site-packages\\<wheel glob>``."""
     out = [(ntpath.join(tk["root"], "bin"), f"toolkit {tk['root']}") for tk in toolkits]
     out += fixed
     out += [(d, f"PATH entry {i}") for i, d in enumerate(view.path_list("PATH"))]
     for py in pythons:
         for sp in py["site_packages"]:
-            out.append((ntpath.join(sp, *wheel_subdir.split("\\")), f"python {py['root']}"))
+            out += [(d, f"python {py['root']}") for pattern in wheel_globs
+                    for d in view.glob(ntpath.join(sp, pattern)) if view.isdir(d)]
     return out
 
 
@@ -127,7 +132,7 @@ def cudnn_copies(view, toolkits: List[dict], pythons: List[dict], problems: List
     installer = ntpath.join(program_files(view), "NVIDIA", "CUDNN")
     fixed = [(d, "cuDNN installer") for pattern in ("v*\\bin", "v*\\bin\\*", "v*\\bin\\*\\x64")
              for d in view.glob(ntpath.join(installer, pattern)) if view.isdir(d)]
-    groups = _group(view, _candidate_dirs(view, toolkits, pythons, fixed, "nvidia\\cudnn\\bin"), "cudnn*.dll")
+    groups = _group(view, _candidate_dirs(view, toolkits, pythons, fixed, ("nvidia\\cudnn\\bin",)), "cudnn*.dll")
     out = []
     for group in groups.values():
         copy = _common(group, toolkits, pe)
@@ -151,18 +156,19 @@ def cudnn_copies(view, toolkits: List[dict], pythons: List[dict], problems: List
 
 
 def tensorrt_copies(view, toolkits: List[dict], pythons: List[dict], problems: List[dict], pe) -> List[dict]:
-    """Every directory holding ``nvinfer*.dll``: the toolkits' ``bin``, TensorRT zips unpacked under
-    ``<Program Files>\\NVIDIA\\TensorRT*\\lib`` or ``TensorRT*\\*\\lib``, PATH entries, and pip's
-    ``site-packages\\tensorrt_libs``. Each has the keys of :func:`cudnn_copies` but ``zlibwapi``, with
-    ``header``: the first ``NvInferVersion.h`` next to it, ``version`` "10.14.1.48" (or "8.6.1" without a
-    build number) from :func:`gpudoctor.formats.tensorrt_header.parse_nvinfer_version_header`."""
+    """Every directory holding ``nvinfer*.dll``: the toolkits' ``bin``, TensorRT zips unpacked as
+    ``C:\\TensorRT-*`` or ``<Program Files>\\NVIDIA\\TensorRT*`` (their ``bin`` and ``lib``; ``found_via``
+    "TensorRT folder"), PATH entries, and pip's ``site-packages\\tensorrt*_libs``. Each has the keys of
+    :func:`cudnn_copies` but ``zlibwapi``, with ``header``: the first ``NvInferVersion.h`` next to it,
+    ``version`` "10.14.1.48" (or "8.6.1" without a build number) from
+    :func:`gpudoctor.formats.tensorrt_header.parse_nvinfer_version_header`."""
     from gpudoctor.formats.tensorrt_header import parse_nvinfer_version_header
     from gpudoctor.process.problems import record
 
-    base = ntpath.join(program_files(view), "NVIDIA")
-    fixed = [(d, "TensorRT folder") for pattern in ("TensorRT*\\lib", "TensorRT*\\*\\lib")
-             for d in view.glob(ntpath.join(base, pattern)) if view.isdir(d)]
-    groups = _group(view, _candidate_dirs(view, toolkits, pythons, fixed, "tensorrt_libs"), "nvinfer*.dll")
+    bases = ["C:\\TensorRT-*", ntpath.join(program_files(view), "NVIDIA", "TensorRT*")]
+    fixed = [(d, "TensorRT folder") for base in bases for sub in ("bin", "lib")
+             for d in view.glob(ntpath.join(base, sub)) if view.isdir(d)]
+    groups = _group(view, _candidate_dirs(view, toolkits, pythons, fixed, ("tensorrt*_libs",)), "nvinfer*.dll")
     out = []
     for group in groups.values():
         copy = _common(group, toolkits, pe)
