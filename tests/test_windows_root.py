@@ -301,6 +301,11 @@ def test_msvc_toolsets_and_the_msc_ver_bounds_of_each_nvcc(broken):
     b118 = nvcc_msvc_bounds(view, f"{TK}\\v11.8")
     assert (b118["min_msc_ver"], b118["max_msc_ver"]) == (1910, 1939)
     assert nvcc_msvc_bounds(view, f"{TK}\\v13.5")["present"] is False
+    facts = windows_facts(view)
+    assert [m["toolset"] for m in facts["msvc"]] == ["14.38.33130", "14.29.30133"]
+    bounds = {t["folder_version"]: (t["msvc_bounds"]["min_msc_ver"], t["msvc_bounds"]["max_msc_ver"])
+              for t in facts["toolkits"]}
+    assert bounds == {"11.8": (1910, 1939), "13.0": (1920, 1949), "13.5": (None, None)}
 
 
 def test_unreadable_and_garbage_files_are_problem_records(tmp_path):

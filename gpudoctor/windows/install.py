@@ -19,6 +19,7 @@ from typing import List
 
 from gpudoctor.windows.dll_search import system_root
 from gpudoctor.windows.libraries import cudnn_copies, tensorrt_copies
+from gpudoctor.windows.msvc import msvc_installs, nvcc_msvc_bounds
 from gpudoctor.windows.pe_read import PeReader
 from gpudoctor.windows.python_installs import python_installs
 from gpudoctor.windows.toolkits import (cuda_path_vars, find_toolkits, nvcc_on_path, path_toolkits,
@@ -66,7 +67,8 @@ def windows_facts(view) -> dict:
     """Every fact of item 4 of issue 25 about the Windows system ``view`` (a
     :class:`gpudoctor.sysroot.view.SystemView` with ``os == "windows"``; ValueError otherwise). Returns::
 
-        {"toolkits": [toolkits.describe_toolkit ...],            every toolkit, with found_by
+        {"toolkits": [toolkits.describe_toolkit ...],            every toolkit, with found_by and
+                                                                "msvc_bounds": msvc.nvcc_msvc_bounds
          "cuda_path": {VAR: {...}},                             toolkits.cuda_path_vars
          "path_toolkits": [{"index", "entry", "toolkit", ...}],  toolkits.path_toolkits, PATH order
          "nvcc_on_path": {"path", "toolkit", "version"} | None,  toolkits.nvcc_on_path
@@ -74,6 +76,7 @@ def windows_facts(view) -> dict:
          "cudnn": [libraries.cudnn_copies ...],
          "tensorrt": [libraries.tensorrt_copies ...],
          "python": [python_installs.python_installs ...],
+         "msvc": [msvc.msvc_installs ...],                      Visual Studio's MSVC toolsets
          "problems": [process.problems.record ...]}             every file that could not be read or parsed
 
     Each file is read once; nothing raises for a missing, unreadable or damaged file."""
@@ -82,6 +85,8 @@ def windows_facts(view) -> dict:
     problems: List[dict] = []
     pe = PeReader(view, problems)
     toolkits = find_toolkits(view, problems, pe)
+    for tk in toolkits:
+        tk["msvc_bounds"] = nvcc_msvc_bounds(view, tk["root"], problems)
     pythons = python_installs(view, problems)
     return {"toolkits": toolkits,
             "cuda_path": cuda_path_vars(view, toolkits),
@@ -91,4 +96,5 @@ def windows_facts(view) -> dict:
             "cudnn": cudnn_copies(view, toolkits, pythons, problems, pe),
             "tensorrt": tensorrt_copies(view, toolkits, pythons, problems, pe),
             "python": pythons,
+            "msvc": msvc_installs(view),
             "problems": problems}
