@@ -169,7 +169,7 @@ def test_path_order_takes_nvcc_from_one_toolkit_and_cudart_from_another(broken):
     _root, view = broken
     facts = windows_facts(view)
     assert [(p["index"], p["folder_version"]) for p in facts["path_toolkits"]] == [(0, "13.5"), (1, "13.0"), (2, "11.8")]
-    assert facts["nvcc_on_path"]["toolkit"].endswith("v13.0") and facts["nvcc_on_path"]["version"] == "13.0"
+    assert facts["nvcc_on_path"] == {"path": f"{TK}\\v13.0\\bin\\nvcc.exe", "toolkit": f"{TK}\\v13.0", "version": "13.0"}
     # a program in C:\app that needs cudart64_13.dll gets v13.5's, v13.0's (nvcc's own) is shadowed
     order = dll_search.search_order(view, "C:\\app", python_extension=False)
     found = dll_search.find_dll(view, "CUDART64_13.DLL", order)
@@ -185,6 +185,18 @@ def test_no_driver_files_is_a_fact(broken):
     drv = windows_facts(view)["driver"]
     assert drv["nvcuda"] == {"present": False, "path": "C:\\Windows\\System32\\nvcuda.dll"}
     assert [n["present"] for n in drv["nvml"]] == [False, False] and drv["nvidia_smi"] == [] and drv["driver_store"] == []
+
+
+def test_a_driver_file_that_is_not_a_pe_file_is_present_but_says_no_version(tmp_path):
+    _real()
+    root = Root(tmp_path / "c")
+    root.write("C:\\Windows\\System32\\nvcuda.dll", FAKE)
+    root.write("C:\\Windows\\System32\\nvidia-smi.exe", FAKE)
+    facts = windows_facts(root.view())
+    nvcuda = facts["driver"]["nvcuda"]
+    assert (nvcuda["present"], nvcuda["read"], nvcuda["driver_version"]) == (True, False, None)
+    assert facts["driver"]["nvidia_smi"] == ["C:\\Windows\\System32\\nvidia-smi.exe"]
+    assert [p["kind"] for p in facts["problems"] if p["path"].endswith("nvcuda.dll")] == ["unparsable"]
 
 
 def test_a_cudnn_copied_into_a_toolkit_and_a_cudnn_8_without_zlibwapi(broken):

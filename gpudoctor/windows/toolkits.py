@@ -169,5 +169,7 @@ def nvcc_on_path(view, toolkits: List[dict]) -> Optional[dict]:
     path = view.which("nvcc")
     if path is None:
         return None
+    real = view.realpath(path)  # the file name as on disk, not as PATHEXT spells the extension
+    path = ntpath.join(ntpath.dirname(path), ntpath.basename(real)) if real else path
     tk = toolkit_of(toolkits, path)
     return {"path": path, "toolkit": tk["root"] if tk else None, "version": tk["version"] if tk else None}
