@@ -168,8 +168,10 @@ def test_cuda_path_at_the_older_toolkit_and_a_variable_pointing_nowhere(broken):
 def test_path_order_takes_nvcc_from_one_toolkit_and_cudart_from_another(broken):
     _root, view = broken
     facts = windows_facts(view)
-    assert [(p["index"], p["folder_version"]) for p in facts["path_toolkits"]] == [(0, "13.5"), (1, "13.0"), (2, "11.8")]
-    assert facts["nvcc_on_path"] == {"path": f"{TK}\\v13.0\\bin\\nvcc.exe", "toolkit": f"{TK}\\v13.0", "version": "13.0"}
+    assert [(p["index"], p["folder_version"]) for p in facts["path_toolkits"]] == \
+        [(0, "13.5"), (1, "13.0"), (2, "11.8")]
+    assert facts["nvcc_on_path"] == {"path": f"{TK}\\v13.0\\bin\\nvcc.exe", "toolkit": f"{TK}\\v13.0",
+                                     "version": "13.0"}
     # a program in C:\app that needs cudart64_13.dll gets v13.5's, v13.0's (nvcc's own) is shadowed
     order = dll_search.search_order(view, "C:\\app", python_extension=False)
     found = dll_search.find_dll(view, "CUDART64_13.DLL", order)
@@ -184,7 +186,8 @@ def test_no_driver_files_is_a_fact(broken):
     _root, view = broken
     drv = windows_facts(view)["driver"]
     assert drv["nvcuda"] == {"present": False, "path": "C:\\Windows\\System32\\nvcuda.dll"}
-    assert [n["present"] for n in drv["nvml"]] == [False, False] and drv["nvidia_smi"] == [] and drv["driver_store"] == []
+    assert [n["present"] for n in drv["nvml"]] == [False, False]
+    assert drv["nvidia_smi"] == [] and drv["driver_store"] == []
 
 
 def test_a_driver_file_that_is_not_a_pe_file_is_present_but_says_no_version(tmp_path):
@@ -287,7 +290,8 @@ def test_the_standard_order_and_what_a_static_reading_cannot_know(tmp_path):
     assert known["path"] == "C:\\Windows\\System32\\kernel32.dll" and known["via"] == dll_search.KNOWN_DLL
     assert [s["path"] for s in known["shadowed"]] == ["C:\\app\\KERNEL32.DLL"]
     # cudart's imports are API set contracts, which the loader maps: not files to search for
-    assert "api-ms-win-core-synch-l1-1-0.dll" in PeReader(view, []).facts(root.copy(CUDART_130, "C:\\x\\cudart64_13.dll"))["imports"]
+    cudart = root.copy(CUDART_130, "C:\\x\\cudart64_13.dll")
+    assert "api-ms-win-core-synch-l1-1-0.dll" in PeReader(view, []).facts(cudart)["imports"]
     assert dll_search.find_dll(view, "api-ms-win-core-synch-l1-1-0.dll", order)["via"] == dll_search.API_SET
     with pytest.raises(ValueError, match="add_dll_directory"):
         dll_search.search_order(view, "C:\\app", python_extension=False, added_dirs=["C:\\x"])
@@ -302,11 +306,13 @@ def test_cuda_majors_a_dll_imports_are_read_from_its_import_names():
 def test_msvc_toolsets_and_the_msc_ver_bounds_of_each_nvcc(broken):
     root, _ = broken
     # directory layouts only: the toolset's name is the fact; no cl.exe exists here
-    root.mkdir("C:\\Program Files\\Microsoft Visual Studio\\2022\\Community\\VC\\Tools\\MSVC\\14.38.33130\\bin\\Hostx64\\x64")
+    vs = "C:\\Program Files\\Microsoft Visual Studio\\2022\\Community"
+    root.mkdir(vs + "\\VC\\Tools\\MSVC\\14.38.33130\\bin\\Hostx64\\x64")
     root.mkdir("C:\\Program Files (x86)\\Microsoft Visual Studio\\2019\\BuildTools\\VC\\Tools\\MSVC\\14.29.30133")
     view = root.view()
     found = [(m["release_folder"], m["edition"], m["toolset"], m["msc_ver"], m["cl_exe"]) for m in msvc_installs(view)]
-    assert found == [("2022", "Community", "14.38.33130", 1938, None), ("2019", "BuildTools", "14.29.30133", 1929, None)]
+    assert found == [("2022", "Community", "14.38.33130", 1938, None),
+                     ("2019", "BuildTools", "14.29.30133", 1929, None)]
     assert msc_ver_of_toolset("14.40.33807") == 1940 and msc_ver_of_toolset("v143") is None
     b13 = nvcc_msvc_bounds(view, f"{TK}\\v13.0")
     assert (b13["present"], b13["min_msc_ver"], b13["max_msc_ver"]) == (True, 1920, 1949)
