@@ -332,10 +332,14 @@ def test_unreadable_and_garbage_files_are_problem_records(tmp_path):
     tk = _toolkit(root, "12.6", cudart=CUDART_124)
     root.write(tk + "\\version.json", "{not json")
     root.write(tk + "\\include\\cuda.h", "// no version here\n")
+    os.makedirs(os.path.dirname(root.host(tk + "\\include\\cudnn_version.h")), exist_ok=True)
+    os.mkfifo(root.host(tk + "\\include\\cudnn_version.h"))  # never opened (an open() would block)
+    root.write(tk + "\\bin\\cudnn64_9.dll", FAKE)
     root.write(tk + "\\bin\\nvcc.exe", b"\x7fELF\x02\x01\x01" + bytes(60))  # a Linux binary in its place
     facts = windows_facts(root.view(PATH=tk + "\\bin"))
     kinds = {(ntpath.basename(p["path"]), p["kind"]) for p in facts["problems"]}
-    assert {("version.json", "unparsable"), ("cuda.h", "unparsable"), ("nvcc.exe", "unparsable")} <= kinds
+    assert {("version.json", "unparsable"), ("cuda.h", "unparsable"), ("nvcc.exe", "unparsable"),
+            ("cudnn_version.h", "unreadable")} <= kinds
     (tk_facts,) = facts["toolkits"]
     assert tk_facts["has_nvcc"] and tk_facts["nvcc_version"] is None and tk_facts["version"] is None
     assert any("ELF" in p["what"] for p in facts["problems"] if p["path"].endswith("nvcc.exe"))

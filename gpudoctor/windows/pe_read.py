@@ -7,7 +7,7 @@ from typing import Dict, List, Optional
 
 from gpudoctor.process.problems import record
 
-__all__ = ["PeReader"]
+__all__ = ["PeReader", "optional_text"]
 
 
 def _name_facts(name: str) -> dict:
@@ -87,9 +87,13 @@ _OWN_MAJOR_PREFIXES = ("cudnn", "nvinfer", "nvonnxparser", "nvparsers")
 
 
 def optional_text(view, path: str, problems: List[dict], limit: int = 1 << 20) -> Optional[str]:
-    """The text of file ``path`` of the judged system, or None when it is absent; a file that is there but
-    cannot be read is a problem record (``unreadable``)."""
+    """The text (first ``limit`` bytes) of file ``path`` of the judged system, or None when it is absent; one
+    that is there but is not a regular file (a directory, a FIFO: never opened) or cannot be read is a problem
+    record (``unreadable``) and None."""
     if view.lstat(path) is None:
+        return None
+    if not view.isfile(path):
+        problems.append(record(path, "unreadable", f"{path} is not a regular file (or a link to none)"))
         return None
     text = view.read_text(path, limit)
     if text is None:
