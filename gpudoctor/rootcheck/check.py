@@ -51,7 +51,7 @@ def run_root_check(view, matrix, driver: Optional[str] = None, targets: Sequence
         from gpudoctor.probes import windows_root
 
         probes = [Probe("windows", "windows", windows_root.probe, timeout)]
-        rules = [root.needs_live_system] + _windows_rules()
+        rules = [root.needs_live_system, cuda.driver_vs_runtimes] + _windows_rules()
     else:
         probes = [Probe("root", "root", linux_probe.probe, timeout), Probe("loader", "loader", loader.probe, timeout)]
         rules = [root.inventory, root.needs_live_system, root.cuda_majors_mixed, cuda.driver_vs_runtimes,
@@ -61,8 +61,15 @@ def run_root_check(view, matrix, driver: Optional[str] = None, targets: Sequence
     if "root" in got:
         got["cuda"] = linux_probe.cuda_facts(got["root"])
         got["frameworks"] = linux_probe.frameworks_facts(got["root"])
+    if "windows" in got:
+        from gpudoctor.rules import windows as windows_rules
+
+        got["cuda"] = windows_rules.runtime_facts(got["windows"])
+        nvcuda = (got["windows"].get("driver") or {}).get("nvcuda") or {}
+        if nvcuda.get("driver_version") and not driver:
+            got["driver"] = {"given_version": nvcuda["driver_version"], "given_from": "nvcuda.dll's file version"}
     if driver:
-        got["driver"] = {"given_version": driver}
+        got["driver"] = {"given_version": driver, "given_from": "--driver"}
     facts = Facts(got, {n: {"status": r.status, "error": r.error} for n, r in results.items()},
                   targets=[{"index": "target", "name": n, "compute_capability": cc} for n, cc in targets])
     osf = _os_flavor(view, got.get("root") or {})

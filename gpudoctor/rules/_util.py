@@ -24,8 +24,8 @@ def major_minor(text) -> Optional[Tuple[int, int]]:
 def driver_version(facts) -> Tuple[Optional[str], str]:
     """(driver version, where it came from): NVML when it answers, else the user-space library's file name."""
     drv = facts["driver"]
-    if drv.get("given_version"):  # check --root/--image --driver: the host that will run the judged system
-        return drv["given_version"], "--driver"
+    if drv.get("given_version"):  # check --root/--image: --driver, or a Windows root's nvcuda.dll version
+        return drv["given_version"], drv.get("given_from") or "--driver"
     nvml = drv.get("nvml") or {}
     if nvml.get("driver_version"):
         return nvml["driver_version"], "NVML"

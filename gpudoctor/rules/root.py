@@ -67,11 +67,13 @@ def cuda_majors_mixed(facts, ctx) -> List[Finding]:
 
 def needs_live_system(facts, ctx) -> List[Finding]:
     """Said once: what a check from files cannot judge."""
-    if not facts["root"]:
+    if not (facts["root"] or facts["windows"]):
         return []
     given = facts["driver"].get("given_version")
+    live = "the GPUs, the driver's own answers (NVML, WDDM or TCC)" if ctx.os.family == "windows" else \
+        "the GPUs, the kernel module, NVML"
     return [Finding("root.needs_live_system", Severity.INFO, "root",
-                    "Judged from files only: the GPUs, the kernel module, NVML and the smoke tests need a live system"
+                    f"Judged from files only: {live} and the smoke tests need a live system"
                     + ("" if given else "; give --driver VERSION (the host's driver) to judge the runtimes against it"),
                     evidence={"driver": given or "not given", "target_gpus": [t.get("name") for t in facts.targets]})]
 
