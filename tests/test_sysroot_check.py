@@ -158,3 +158,31 @@ def test_a_crafted_image_is_refused_with_exit_2_and_nothing_written_outside(tmp_
     assert r.returncode == 2 and r.stderr.startswith(f"gpudoctor: error: --image {archive}: ") and r.stdout == ""
     assert len(r.stderr.strip().splitlines()) == 1 and "escaped" in r.stderr
     assert list(tmp.iterdir()) == [] and not (tmp_path.parent / "escaped").exists()
+
+
+VENV_CU13 = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), ".venv", "lib")
+CURAND = os.path.join(os.path.dirname(CUDNN), "..", "curand-cu12", "site-packages", "nvidia", "curand", "lib", "libcurand.so.10")
+
+
+def _real_cu13_lib():
+    import glob
+
+    hits = glob.glob(os.path.join(VENV_CU13, "python3*", "site-packages", "nvidia", "cu13", "lib", "libcudart.so.13"))
+    return hits[0] if hits else None
+
+
+@pytest.mark.skipif(_real_cu13_lib() is None or not os.path.exists(CURAND),
+                    reason="needs the nvidia-cuda-runtime (13) wheel of the README's test command and the curand wheel")
+def test_a_math_librarys_own_soname_major_is_not_a_cuda_major(tmp_path):
+    """CUDA 13's wheels share nvidia/cu13/lib, where cuRAND is libcurand.so.10 (its own major, as on the H100):
+    one CUDA major, nothing mixed. The real H100's `check --root /` said "3 majors" before this."""
+    root = tmp_path / "rootfs"
+    lib = root / "usr" / "local" / "lib" / "python3.12" / "dist-packages" / "nvidia" / "cu13" / "lib"
+    lib.mkdir(parents=True)
+    shutil.copy2(_real_cu13_lib(), lib / "libcudart.so.13")
+    shutil.copy2(CURAND, lib / "libcurand.so.10")
+    out = _gd("--root", str(root), "--json")
+    report = json.loads(out.stdout)
+    assert not [f for f in report["findings"] if f["id"] == "root.cuda_majors_mixed"], out.stdout
+    libs = report["probes"]["root"]["facts"]["libraries"]
+    assert [(c["cuda_major"], c["cuda_major_from"]) for c in libs["libcurand"]] == [("13", "its directory cu13")]

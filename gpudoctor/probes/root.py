@@ -19,6 +19,10 @@ STEMS = ("libcudart", "libcublas", "libcublasLt", "libcufft", "libcurand", "libc
 #: Sonames whose loader pick is traced (what a program asking by name gets).
 SONAMES = ("libcuda.so.1", "libnvidia-ml.so.1")
 _CUDA_LOCAL = re.compile(r"\+cu(\d{2,3})$")  # PyTorch's wheel local version: 2.3.0+cu121
+#: Libraries whose soname major is the CUDA major they belong to (libcudart.so.13, libcublas.so.13): the math
+#: libraries version on their own (CUDA 13 ships libcufft.so.12, libcurand.so.10, libcusparse.so.12).
+SONAME_IS_CUDA_MAJOR = ("libcudart", "libcublas", "libcublasLt", "libnvrtc", "libnvJitLink")
+_CU_DIR = re.compile(r"/cu(\d{2})/")  # nvidia/cu13/lib: the CUDA 13 wheels' shared directory
 
 
 def probe(ctx) -> dict:
@@ -31,7 +35,8 @@ def probe(ctx) -> dict:
     toolkits = _toolkits(view)
     libraries = {}
     for stem in STEMS:
-        found = [_with_toolkit_version(dict(c.to_dict(), soname_major=_soname_major(c.path)), toolkits)
+        found = [_with_cuda_major(stem, _with_toolkit_version(dict(c.to_dict(), soname_major=_soname_major(c.path)),
+                                                              toolkits), toolkits)
                  for c in idx.copies(stem)]
         if found:
             libraries[stem] = found
@@ -69,6 +74,28 @@ def _with_toolkit_version(copy: dict, toolkits: List[dict]) -> dict:
     return copy
 
 
+def _with_cuda_major(stem: str, copy: dict, toolkits: List[dict]) -> dict:
+    """``cuda_major`` / ``cuda_major_from``: the CUDA major a copy belongs to, from the wheel that owns it
+    (nvidia-cublas-cu12), the CUDA wheels' ``cuNN`` directory, the toolkit it sits in, or (for the libraries
+    whose soname tracks CUDA) its soname; None when nothing says."""
+    pkg = copy.get("package") or ""
+    tail = pkg.rsplit("-cu", 1)[1] if "-cu" in pkg else ""
+    m = _CU_DIR.search(copy.get("realpath") or "") or _CU_DIR.search(copy.get("path") or "")
+    tk = next((t for t in toolkits if t.get("version") and (copy.get("realpath") or "").startswith(
+        (t.get("realpath") or t.get("home") or "").rstrip("/") + "/")), None)
+    if tail.isdigit():
+        major, why = tail, f"its wheel {pkg}"
+    elif m:
+        major, why = m.group(1), f"its directory cu{m.group(1)}"
+    elif tk:
+        major, why = tk["version"].split(".")[0], f"the CUDA {tk['version']} toolkit it sits in"
+    elif stem in SONAME_IS_CUDA_MAJOR and (copy.get("soname_major") or "").isdigit():
+        major, why = copy["soname_major"], "its soname"
+    else:
+        major, why = None, None
+    return dict(copy, cuda_major=major, cuda_major_from=why)
+
+
 def _soname_major(path: str) -> Optional[str]:
     m = re.search(r"\.so\.(\d+)", os.path.basename(path))
     return m.group(1) if m else None
@@ -85,9 +112,16 @@ def _os_release(view) -> Dict[str, str]:
 
 
 def _toolkits(view) -> List[dict]:
+    """Each toolkit once (``/usr/local/cuda`` and ``cuda-13`` are usually links to ``cuda-13.0``): the first
+    name, with the others in ``aliases``."""
     out = []
+    by_real: Dict[str, dict] = {}
     for home in view.glob("/usr/local/cuda*"):
         if not view.isdir(home):
+            continue
+        real = view.realpath(home)
+        if real in by_real:
+            by_real[real].setdefault("aliases", []).append(home)
             continue
         version = None
         raw = view.read_text(os.path.join(home, "version.json"), 1 << 20)
@@ -102,8 +136,9 @@ def _toolkits(view) -> List[dict]:
             if m:
                 n = int(m.group(1))
                 version = f"{n // 1000}.{(n % 1000) // 10}"
-        out.append({"home": home, "realpath": view.realpath(home), "version": version,
-                    "nvcc": view.isfile(os.path.join(home, "bin", "nvcc"))})
+        by_real[real] = {"home": home, "realpath": real, "version": version,
+                         "nvcc": view.isfile(os.path.join(home, "bin", "nvcc"))}
+        out.append(by_real[real])
     return out
 
 
@@ -126,5 +161,10 @@ def _frameworks(view, site_dirs) -> Dict[str, dict]:
             if names[key] == "torch" and m:
                 digits = m.group(1)
                 entry["cuda"] = f"{digits[:-1]}.{digits[-1]}"
+            elif names[key] == "torch":  # a wheel without the local version: torch/version.py says (cuda = '13.0')
+                said = re.search(r"^cuda\s*(?::[^=]*)?=\s*['\"](\d+\.\d+)['\"]",
+                                 view.read_text(os.path.join(sp, "torch", "version.py"), 64 << 10) or "", re.M)
+                if said:
+                    entry["cuda"], entry["cuda_from"] = said.group(1), "torch/version.py"
             out[names[key]] = entry
     return out

@@ -24,7 +24,7 @@ def inventory(facts, ctx) -> List[Finding]:
         versions = sorted({c.get("version") or "?" for c in copies})
         shown.append(f"{stem} {'/'.join(versions)}")
     where = (r.get("os_release") or {}).get("PRETTY_NAME") or "a Linux root"
-    toolkits = [t.get("version") or t.get("home") for t in r.get("toolkits") or []]
+    toolkits = [f"{t.get('version') or '?'} ({t.get('home')})" for t in r.get("toolkits") or []]
     title = f"{where}: {len(libs)} CUDA libraries" + (f" ({', '.join(shown[:6])}{', …' if len(shown) > 6 else ''})" if shown else "") \
         + (f"; CUDA toolkit {', '.join(toolkits)}" if toolkits else "; no CUDA toolkit")
     return [Finding("root.inventory", Severity.INFO, "root", title,
@@ -79,14 +79,7 @@ def needs_live_system(facts, ctx) -> List[Finding]:
 
 
 def _cuda_major(stem: str, copy: dict) -> str:
-    """The CUDA major of a runtime-family library copy: its wheel's suffix (nvidia-cublas-cu12), else its soname
-    major (libcudart.so.12; libcublas.so.12; libnvrtc.so.12), else its version's major."""
-    pkg = copy.get("package") or ""
-    if "-cu" in pkg and pkg.rsplit("-cu", 1)[1].isdigit():
-        return pkg.rsplit("-cu", 1)[1]
-    mj = copy.get("soname_major")
-    if mj and mj.isdigit() and int(mj) >= 9:
-        return mj
-    version = copy.get("version") or ""
-    head = version.split(".")[0]
-    return head if head.isdigit() and 9 <= int(head) <= 20 else ""
+    """The CUDA major the probe found for a copy (its wheel, its cuNN directory, its toolkit, or the soname of
+    the libraries whose soname tracks CUDA); "" when nothing said (a math library's own soname major, such as
+    CUDA 13's libcurand.so.10, is not a CUDA major)."""
+    return copy.get("cuda_major") or ""
