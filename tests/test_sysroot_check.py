@@ -186,3 +186,18 @@ def test_a_math_librarys_own_soname_major_is_not_a_cuda_major(tmp_path):
     assert not [f for f in report["findings"] if f["id"] == "root.cuda_majors_mixed"], out.stdout
     libs = report["probes"]["root"]["facts"]["libraries"]
     assert [(c["cuda_major"], c["cuda_major_from"]) for c in libs["libcurand"]] == [("13", "its directory cu13")]
+
+
+@needs_parts
+def test_the_live_cudnn_probe_reads_a_roots_cudnn_without_running_it(tmp_path):
+    root, env, marker = _root(tmp_path)
+    report = json.loads(_gd("--root", str(root), "--env", str(env), "--json").stdout)
+    cudnn = report["probes"]["cudnn"]["facts"]
+    (lib,) = cudnn["libraries"]
+    wheel = lib["version_from"].split()[-1]  # e.g. 9.28.0.42: the wheel's build number is not cuDNN's version
+    assert lib["package"] == "nvidia-cudnn-cu12" and lib["version"] == ".".join(wheel.split(".")[:3])
+    assert lib["built_for_cuda_major"] == 12 and "api_version" not in lib  # never asked: nothing in the root ran
+    (header,) = cudnn["headers"]
+    assert header["path"] == "/usr/local/lib/python3.10/dist-packages/nvidia/cudnn/include/cudnn_version.h"
+    assert header["version"] == lib["version"]
+    assert any(f["id"] == "cudnn.ok" for f in report["findings"]) and not marker.exists()

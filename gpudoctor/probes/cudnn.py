@@ -3,11 +3,12 @@
 Versions come from three places that can disagree (the disagreement is the bug):
 the file or wheel name, ``cudnn_version.h`` next to it, and ``cudnnGetVersion()`` /
 ``cudnnGetCudartVersion()`` asked in a child process (the latter gives the CUDA
-version the library was built for).
+version the library was built for). A root on disk (``check --root`` / ``--image``) is read through its view
+and never asked (nothing of it is run): a wheel's version stands for the library's, less the wheel's build
+number (nvidia-cudnn-cu13 9.19.0.56 is cuDNN 9.19.0, as its cudnnGetVersion says).
 """
 from __future__ import annotations
 
-import glob
 import os
 import re
 
@@ -24,7 +25,8 @@ HEADER_DIRS = ("/usr/include", "/usr/include/x86_64-linux-gnu", "/usr/local/incl
 
 
 def _header_candidates(idx) -> list:
-    dirs = list(HEADER_DIRS) + sorted(glob.glob("/usr/local/cuda*/include"))
+    view = idx.view
+    dirs = list(HEADER_DIRS) + view.glob("/usr/local/cuda*/include")
     for sp in idx.site_dirs:
         dirs.append(os.path.join(sp, "nvidia", "cudnn", "include"))
     if idx.env.get("CONDA_PREFIX"):
@@ -32,10 +34,19 @@ def _header_candidates(idx) -> list:
     out, seen = [], set()
     for d in dirs:
         h = os.path.join(d, "cudnn_version.h")
-        if os.path.lexists(h) and os.path.realpath(h) not in seen:
-            seen.add(os.path.realpath(h))
+        if view.lstat(h) is not None and view.realpath(h) not in seen:
+            seen.add(view.realpath(h))
             out.append(h)
     return out
+
+
+def _unasked(copy: dict) -> dict:
+    """A copy's facts when the library is not asked (a root on disk): its wheel's version cut to cuDNN's own
+    major.minor.patch."""
+    v = copy.get("version") or ""
+    if copy.get("package") and v.count(".") >= 3:
+        return dict(copy, version=".".join(v.split(".")[:3]), version_from=f"its wheel {copy['package']} {v}")
+    return copy
 
 
 def probe(ctx) -> dict:
@@ -44,17 +55,17 @@ def probe(ctx) -> dict:
     (:class:`~gpudoctor.probes.facts_system.CudnnFacts`)."""
     idx = index_for(ctx)
     copies = [c for c in idx.copies("libcudnn")]
-    api = ask_libraries(ctx, [c.realpath for c in copies])
+    api = ask_libraries(ctx, [c.realpath for c in copies]) if idx.view.live else {}
     libs, problems = [], []
     for c in copies:
         # Validated where parsed (facts_system.CudnnLibrary): an implausible answer is a problem, never a version.
         m = _WHEEL_CUDA.match(c.package or "")
-        libs.append(CudnnLibrary.parse(c.to_dict(), api.get(c.realpath) or {},
+        libs.append(CudnnLibrary.parse(c.to_dict() if idx.view.live else _unasked(c.to_dict()), api.get(c.realpath) or {},
                                        typed.Origin(c.realpath, "the library-version worker", problems),
                                        int(m.group(1)) if m else None))
     headers = []
     for h in _header_candidates(idx):
-        text = read_text(h, problems, limit=65536)
+        text = read_text(idx.view.host(h) or h, problems, limit=65536)
         v = cudnn_fmt.parse_cudnn_version_header(text) if text is not None else None
         headers.append(CudnnHeader.parse(h, v, typed.Origin(h, "cudnn_version.h", problems)))
     majors = sorted({(c.version or "").split(".")[0] for c in copies if c.version})
