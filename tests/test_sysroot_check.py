@@ -201,3 +201,19 @@ def test_the_live_cudnn_probe_reads_a_roots_cudnn_without_running_it(tmp_path):
     assert header["path"] == "/usr/local/lib/python3.10/dist-packages/nvidia/cudnn/include/cudnn_version.h"
     assert header["version"] == lib["version"]
     assert any(f["id"] == "cudnn.ok" for f in report["findings"]) and not marker.exists()
+
+
+def test_this_machine_read_from_its_files_names_the_runtimes_the_live_check_names(tmp_path):
+    """`check --root /` with this process's environment and the live driver's version judges the same CUDA
+    runtimes against that driver as the live `check --no-gpu` does (which asks the libraries themselves)."""
+    live = json.loads(_gd("--no-gpu", "--json").stdout)
+    drv = (live["probes"]["driver"]["facts"] or {}).get("user_space_version")
+    too_old = [f for f in live["findings"] if f["id"] == "driver.too_old"]
+    if not drv or not too_old:
+        pytest.skip("this machine's driver runs every CUDA runtime here (the CI machine's 535 does not)")
+    env = dict(os.environ, **({"VIRTUAL_ENV": sys.prefix} if sys.prefix != sys.base_prefix else {}))
+    env_file = tmp_path / "env.txt"
+    env_file.write_text("".join(f"{k}={v}\n" for k, v in env.items() if "\n" not in v))
+    root = json.loads(_gd("--root", "/", "--env", str(env_file), "--driver", drv, "--json").stdout)
+    (judged,) = [f for f in root["findings"] if f["id"] == "driver.too_old"]
+    assert judged["title"] == too_old[0]["title"].split(") ", 1)[1]  # less "(--no-gpu: needs the GPU host) "

@@ -52,14 +52,24 @@ def probe(ctx) -> dict:
 
 
 def cuda_facts(root_facts: dict) -> dict:
-    """The live cuda probe's shape (``{"libcudart": [copies]}``) from a root's facts, so the live rules that
-    judge CUDA runtimes against a driver judge the root's too."""
-    return {"libcudart": list((root_facts.get("libraries") or {}).get("libcudart") or [])}
+    """The live cuda probe's shape (``{"libcudart": [copies], "runtime_version", "api": {"bindings_version"}}``)
+    from a root's facts, so the live rules that judge CUDA runtimes against a driver judge the root's too.
+    cuda-bindings X.Y.Z's runtime module links the CUDA X.Y runtime statically (its release notes: "cuda-bindings
+    13.0.3 ... statically link against the CUDA Runtime library from CUDA Toolkit 13.0.2",
+    https://nvidia.github.io/cuda-python/cuda-bindings/latest/release/13.0.3-notes.html)."""
+    out = {"libcudart": list((root_facts.get("libraries") or {}).get("libcudart") or [])}
+    bindings = ((root_facts.get("frameworks") or {}).get("cuda-bindings") or {}).get("version") or ""
+    parts = bindings.split(".")
+    if len(parts) >= 2 and parts[0].isdigit() and parts[1].isdigit():
+        out["runtime_version"] = f"{parts[0]}.{parts[1]}"
+        out["api"] = {"bindings_version": bindings, "runtime_version_from": "the cuda-bindings version"}
+    return out
 
 
 def frameworks_facts(root_facts: dict) -> dict:
     """The live frameworks probe's shape for what a root's dist-infos say (``{"torch": {"version", "cuda"}}``)."""
-    return {name: {"version": f.get("version"), "cuda": f.get("cuda")} for name, f in (root_facts.get("frameworks") or {}).items()}
+    return {name: {"version": f.get("version"), "cuda": f.get("cuda")} for name, f in (root_facts.get("frameworks") or {}).items()
+            if name != "cuda-bindings"}
 
 
 def _with_toolkit_version(copy: dict, toolkits: List[dict]) -> dict:
@@ -144,7 +154,8 @@ def _toolkits(view) -> List[dict]:
 
 def _frameworks(view, site_dirs) -> Dict[str, dict]:
     """GPU frameworks by their dist-info directory names (name-version.dist-info): no import, nothing run."""
-    names = {"torch": "torch", "tensorflow": "tensorflow", "onnxruntime_gpu": "onnxruntime", "jax": "jax", "cupy": "cupy"}
+    names = {"torch": "torch", "tensorflow": "tensorflow", "onnxruntime_gpu": "onnxruntime", "jax": "jax", "cupy": "cupy",
+             "cuda_bindings": "cuda-bindings"}
     out: Dict[str, dict] = {}
     for sp in site_dirs:
         for n in view.listdir(sp):
