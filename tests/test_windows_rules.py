@@ -59,3 +59,30 @@ def test_a_healthy_layout_has_none_of_them_and_an_msvc_outside_nvccs_range_fails
     ids, code = _check(root, env, tmp_path, "--driver", "580.95.05")
     assert code == 1 and ids["windows.msvc_unsupported"]["title"] == (
         "nvcc 13.0 accepts MSVC _MSC_VER 1920–1949; Visual Studio C++ toolsets here: 14.16.27023 (1916)")
+
+
+def test_the_live_check_registers_the_windows_probe_on_windows_only_and_its_rules_judge_its_facts(broken, monkeypatch):
+    """The live check on Windows runs the same probe over this machine (a live view) and the same rules; on
+    Linux the probe is not run and the rules find no facts."""
+    import importlib
+
+    import gpudoctor.probes as probes
+    from gpudoctor.rules import Facts, RuleContext, _rules, evaluate
+    from gpudoctor.rules.fixes import OsFlavor
+    from gpudoctor.windows.install import windows_facts
+
+    assert "windows" not in [p.name for p in probes.ALL]
+    monkeypatch.setattr(sys, "platform", "win32")
+    monkeypatch.delattr(probes, "ALL")
+    try:
+        assert [p.name for p in probes.ALL][-1] == "windows"
+    finally:
+        monkeypatch.undo()
+        importlib.reload(probes)
+    _root, view = broken
+    rules = _rules()
+    found = {f.id for f in evaluate(Facts({"windows": windows_facts(view)}), RuleContext(None, OsFlavor.from_platform(
+        {"system": "Windows"})), rules=[r for r in rules if r.__module__ == "gpudoctor.rules.windows"])}
+    assert {"windows.cuda_path_stale", "windows.driver_missing", "windows.cudnn8_zlibwapi_missing"} <= found
+    assert not [f for f in evaluate(Facts({}), RuleContext(None, OsFlavor.from_platform({"system": "Linux"})),
+                                    rules=[r for r in rules if r.__module__ == "gpudoctor.rules.windows"])]

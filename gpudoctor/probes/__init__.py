@@ -13,6 +13,9 @@ _NAMES = (  # (name, report area, time budget in s)
     ("nccl", "multigpu", 20.0), ("smoke_multigpu", "smoke", 120.0),
     ("loader", "environment", 5.0), ("process_limits", "devices", 15.0),
 )
+#: On Windows, also what the system's files say (toolkits, CUDA_PATH, the DLLs Windows loads, copied-in cuDNN,
+#: Visual Studio): the probe of ``check --root --os windows``, reading this machine (name, module, area, budget).
+_WINDOWS = (("windows", "windows_root", "toolkit", 20.0),)
 
 
 def __getattr__(name: str):
@@ -21,8 +24,11 @@ def __getattr__(name: str):
 
         from gpudoctor.process.runner import Probe
 
-        all_ = tuple(Probe(n, area, importlib.import_module(f"gpudoctor.probes.{n}").probe, budget)
-                     for n, area, budget in _NAMES)
+        import sys
+
+        named = [(n, n, area, budget) for n, area, budget in _NAMES] + (list(_WINDOWS) if sys.platform == "win32" else [])
+        all_ = tuple(Probe(n, area, importlib.import_module(f"gpudoctor.probes.{m}").probe, budget)
+                     for n, m, area, budget in named)
         globals()["ALL"] = all_
         return all_
     raise AttributeError(f"module 'gpudoctor.probes' has no attribute {name!r}")

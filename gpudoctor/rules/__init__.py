@@ -57,6 +57,7 @@ def _rules() -> List[Callable]:
     from gpudoctor.rules import loader
     from gpudoctor.rules import (
         cuda, devices, differential, driver, engine, environment, frameworks, libraries, multigpu, platform, policy, sharing, smoke, toolkit,
+        windows,
     )
     from gpudoctor.rules.implausible import implausible_values
 
@@ -78,6 +79,7 @@ def _rules() -> List[Callable]:
         smoke.nvrtc_smoke, smoke.nvcc_smoke, smoke.tensorrt_smoke, multigpu.p2p_smoke,
         differential.environment_breaks_step,
         policy.requirements,
+        *windows.RULES,  # Windows: what its files say (the probe runs on Windows only; no facts, no findings)
         implausible_values,
         probe_failures,
     ]

@@ -188,6 +188,10 @@ class SystemView:
     def glob(self, pattern: str) -> List[str]:
         """System paths matching ``pattern`` (``*``, ``?``, ``[..]`` in any component; case-insensitive on
         Windows), sorted."""
+        if self.live:  # this machine: the platform's own glob (without case on Windows), hidden names skipped
+            import glob as glob_mod
+
+            return sorted(glob_mod.glob(pattern))
         parts = self._parts(pattern)
         if parts is None:
             return []
