@@ -217,3 +217,16 @@ def test_this_machine_read_from_its_files_names_the_runtimes_the_live_check_name
     root = json.loads(_gd("--root", "/", "--env", str(env_file), "--driver", drv, "--json").stdout)
     (judged,) = [f for f in root["findings"] if f["id"] == "driver.too_old"]
     assert judged["title"] == too_old[0]["title"].split(") ", 1)[1]  # less "(--no-gpu: needs the GPU host) "
+
+
+@needs_parts
+def test_a_roots_environment_is_judged_in_the_root_not_on_this_machine(tmp_path):
+    """LD_LIBRARY_PATH and CUDA_HOME of the image name directories of the image: /usr/local/cuda-13.0/lib64
+    exists there (not necessarily here), /opt/gone does not; CUDA_HOME=/tmp exists here but not in the root."""
+    root, _, _ = _root(tmp_path)
+    env = tmp_path / "image.env"
+    env.write_text("PATH=/usr/bin:/bin\nLD_LIBRARY_PATH=/usr/local/cuda-13.0/lib64:/opt/gone/lib\nCUDA_HOME=/tmp\n")
+    report = json.loads(_gd("--root", str(root), "--env", str(env), "--json").stdout)
+    ids = {f["id"]: f for f in report["findings"]}
+    assert ids["env.ld_library_path"]["title"] == "LD_LIBRARY_PATH is stale: missing directories: /opt/gone/lib"
+    assert ids["env.cuda_home"]["title"] == "CUDA_HOME=/tmp does not exist"

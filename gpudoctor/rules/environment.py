@@ -1,7 +1,6 @@
 """Environment variables pointing at the wrong place (stale LD_LIBRARY_PATH, CUDA_HOME)."""
 from __future__ import annotations
 
-import os
 
 from gpudoctor.findings import Finding, Fix, Severity
 from gpudoctor.rules._util import in_use_toolkit
@@ -49,9 +48,10 @@ def ld_library_path(facts, ctx):
 
 def cuda_home(facts, ctx):
     v = facts["environment"].get("vars", {})
+    dirs = facts["environment"].get("var_dirs") or {}
     out = []
     for var in ("CUDA_HOME", "CUDA_PATH"):
-        if v.get(var) and not os.path.isdir(v[var]):
+        if v.get(var) and dirs.get(var) is False:  # the probe looked in the judged system; unknown: not judged
             out.append(Finding("env.cuda_home", Severity.WARN, "environment", f"{var}={v[var]} does not exist",
                                evidence={var: v[var]},
                                fixes=(Fix(f"Point {var} at an installed toolkit, or unset it.", (f"unset {var}",)),)))
