@@ -230,3 +230,28 @@ def test_a_roots_environment_is_judged_in_the_root_not_on_this_machine(tmp_path)
     ids = {f["id"]: f for f in report["findings"]}
     assert ids["env.ld_library_path"]["title"] == "LD_LIBRARY_PATH is stale: missing directories: /opt/gone/lib"
     assert ids["env.cuda_home"]["title"] == "CUDA_HOME=/tmp does not exist"
+
+
+TORCH_CPU = os.path.join(os.path.dirname(CUDNN), "..", "torch-cpu", "site-packages")
+CURAND_LIB = CURAND
+
+
+@pytest.mark.skipif(not os.path.isdir(TORCH_CPU) or not os.path.exists(CURAND_LIB),
+                    reason="needs the torch CPU wheel and the curand wheel (.ci/fetch-real-wheels)")
+def test_a_frameworks_kernels_in_a_root_are_judged_against_the_target_gpu(tmp_path):
+    """The live fatbinary scan and arch rule on a root: torch's real version.py and dist-info (the CPU wheel),
+    with FAKE in one respect: cuRAND's real CUDA library (SASS sm_50..sm_90, PTX compute_90) stands in
+    libtorch_cuda.so's place. A compute capability 3.7 GPU has no kernel in it; an H100 has its SASS."""
+    root = tmp_path / "rootfs"
+    sp = root / "usr" / "local" / "lib" / "python3.12" / "dist-packages"
+    (sp / "torch" / "lib").mkdir(parents=True)
+    shutil.copy2(os.path.join(TORCH_CPU, "torch", "version.py"), sp / "torch" / "version.py")
+    dist = next(n for n in os.listdir(TORCH_CPU) if n.startswith("torch-") and n.endswith(".dist-info"))
+    shutil.copytree(os.path.join(TORCH_CPU, dist), sp / dist)
+    shutil.copy2(CURAND_LIB, sp / "torch" / "lib" / "libtorch_cuda.so")
+    old = json.loads(_gd("--root", str(root), "--target-gpu", "3.7", "--json").stdout)
+    (f,) = [f for f in old["findings"] if f["id"] == "arch.binary_missing"]
+    assert f["evidence"]["sass"][-1] == "sm_90" and f["evidence"]["library"].endswith("/torch/lib/libtorch_cuda.so")
+    assert old["probes"]["root"]["facts"]["frameworks"]["torch"]["version"].endswith("+cpu")
+    new = json.loads(_gd("--root", str(root), "--target-gpu", "H100", "--json").stdout)
+    assert [f["id"] for f in new["findings"] if f["id"].startswith("arch.")] == ["arch.binary_ok"]

@@ -46,7 +46,7 @@ def probe(ctx) -> dict:
         "picked": {s: idx.loader_trace(s) for s in SONAMES},
         "toolkits": toolkits,
         "site_dirs": list(idx.site_dirs),
-        "frameworks": _frameworks(view, idx.site_dirs),
+        "frameworks": _frameworks(view, idx.site_dirs, _scan_cache(ctx)),
         "problems": list(idx.problems),
     }
 
@@ -67,9 +67,17 @@ def cuda_facts(root_facts: dict) -> dict:
 
 
 def frameworks_facts(root_facts: dict) -> dict:
-    """The live frameworks probe's shape for what a root's dist-infos say (``{"torch": {"version", "cuda"}}``)."""
-    return {name: {"version": f.get("version"), "cuda": f.get("cuda")} for name, f in (root_facts.get("frameworks") or {}).items()
-            if name != "cuda-bindings"}
+    """The live frameworks probe's shape for what a root's files say (``{"torch": {"version", "cuda", "archs"}}``),
+    so the live rules judge them (the arch coverage of ``--target-gpu`` among them)."""
+    return {name: {k: f.get(k) for k in ("version", "cuda", "archs", "path")}
+            for name, f in (root_facts.get("frameworks") or {}).items() if name != "cuda-bindings"}
+
+
+def _scan_cache(ctx):
+    """The fatbinary-scan cache of this machine's user (never the root's): keyed on each file's identity."""
+    from gpudoctor.process.cache import Cache
+
+    return Cache("fatbin-scan", enabled=True)
 
 
 def _with_toolkit_version(copy: dict, toolkits: List[dict]) -> dict:
@@ -152,7 +160,22 @@ def _toolkits(view) -> List[dict]:
     return out
 
 
-def _frameworks(view, site_dirs) -> Dict[str, dict]:
+def _torch_archs(view, torch_dir: str, cache) -> Optional[dict]:
+    """SASS/PTX targets of the root's ``torch/lib/libtorch_cuda.so`` (the live probe's fatbinary scan, on the
+    root's file), or None when the build has none."""
+    from gpudoctor.probes.frameworks import scan_targets
+
+    lib = os.path.join(torch_dir, "lib", "libtorch_cuda.so")
+    host = view.host(lib) if view.isfile(lib) else None
+    if not host:
+        return None
+    try:
+        return dict(scan_targets(host, cache), path=lib)
+    except OSError as exc:
+        return {"path": lib, "error": str(exc)}
+
+
+def _frameworks(view, site_dirs, cache=None) -> Dict[str, dict]:
     """GPU frameworks by their dist-info directory names (name-version.dist-info): no import, nothing run."""
     names = {"torch": "torch", "tensorflow": "tensorflow", "onnxruntime_gpu": "onnxruntime", "jax": "jax", "cupy": "cupy",
              "cuda_bindings": "cuda-bindings"}
@@ -172,10 +195,16 @@ def _frameworks(view, site_dirs) -> Dict[str, dict]:
             if names[key] == "torch" and m:
                 digits = m.group(1)
                 entry["cuda"] = f"{digits[:-1]}.{digits[-1]}"
-            elif names[key] == "torch":  # a wheel without the local version: torch/version.py says (cuda = '13.0')
-                said = re.search(r"^cuda\s*(?::[^=]*)?=\s*['\"](\d+\.\d+)['\"]",
-                                 view.read_text(os.path.join(sp, "torch", "version.py"), 64 << 10) or "", re.M)
-                if said:
+            if names[key] == "torch":  # torch/version.py says what it was built with (cuda = '13.0')
+                text = view.read_text(os.path.join(sp, "torch", "version.py"), 64 << 10) or ""
+                said = re.search(r"^cuda\s*(?::[^=]*)?=\s*['\"](\d+\.\d+)['\"]", text, re.M)
+                full = re.search(r"^__version__\s*(?::[^=]*)?=\s*['\"]([^'\"]+)['\"]", text, re.M)
+                if said and "cuda" not in entry:
                     entry["cuda"], entry["cuda_from"] = said.group(1), "torch/version.py"
+                if full:
+                    entry["version"] = full.group(1)
+                entry["path"] = os.path.join(sp, "torch")
+                if cache is not None:
+                    entry["archs"] = _torch_archs(view, entry["path"], cache)
             out[names[key]] = entry
     return out

@@ -42,7 +42,7 @@ def run_root_check(view, matrix, driver: Optional[str] = None, targets: Sequence
     e.g. "535.104.05"; ``targets``: (name, compute capability) of GPUs it will run on), and return a report."""
     from gpudoctor.probes import cudnn, environment, loader
     from gpudoctor.rules import environment as env_rules
-    from gpudoctor.rules import Facts, RuleContext, cuda, evaluate, implausible, libraries, root
+    from gpudoctor.rules import Facts, RuleContext, cuda, evaluate, frameworks, implausible, libraries, root
     from gpudoctor.rules import loader as loader_rules
     from gpudoctor.probes import root as linux_probe
 
@@ -57,7 +57,8 @@ def run_root_check(view, matrix, driver: Optional[str] = None, targets: Sequence
         probes = [Probe("root", "root", linux_probe.probe, timeout), Probe("loader", "loader", loader.probe, timeout),
                   Probe("cudnn", "cudnn", cudnn.probe, timeout), Probe("environment", "environment", environment.probe, timeout)]
         rules = [root.inventory, root.needs_live_system, root.cuda_majors_mixed, cuda.driver_vs_runtimes,
-                 loader_rules.loader_integrity, libraries.cudnn_mismatch, env_rules.ld_library_path, env_rules.cuda_home]
+                 loader_rules.loader_integrity, libraries.cudnn_mismatch, env_rules.ld_library_path, env_rules.cuda_home,
+                 frameworks.arch_binary_missing]
     results = run_probes(probes, ctx)
     got = {n: r.facts for n, r in results.items() if r.status == "ok"}
     if "root" in got:
