@@ -97,3 +97,15 @@ def test_a_bad_env_file_is_one_clear_error(tmp_path, content, words):
         read_env_file(str(f))
     with pytest.raises(EnvFileError, match="cannot read"):
         read_env_file(str(tmp_path / "missing.env"))
+
+
+def test_a_fifo_or_device_in_a_root_is_never_read(tmp_path):
+    """A root handed to --root may hold a FIFO where a file is expected: opening it for reading would block."""
+    root = tmp_path / "rootfs"
+    (root / "etc").mkdir(parents=True)
+    os.mkfifo(root / "etc" / "os-release")
+    os.symlink("/dev/zero", root / "etc" / "ld.so.cache")  # re-rooted: names the root's /dev/zero, absent
+    v = SystemView(str(root))
+    assert v.read_bytes("/etc/os-release") is None and v.read_text("/etc/ld.so.cache") is None
+    live = live_view()
+    assert live.read_bytes(str(root / "etc" / "os-release")) is None and live.read_bytes("/dev/zero", 4) is None

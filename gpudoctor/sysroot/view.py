@@ -171,15 +171,24 @@ class SystemView:
             return []
 
     def read_bytes(self, path: str, limit: int = 1 << 20) -> Optional[bytes]:
-        """At most ``limit`` bytes from the start of file ``path``; None when it cannot be read."""
+        """At most ``limit`` bytes from the start of regular file ``path``; None when it cannot be read or is
+        not a regular file (a FIFO or a device in a root would block or never end)."""
         host = self.host(path)
         if not host:
             return None
         try:
-            with open(host, "rb") as fh:
+            fd = os.open(host, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+        except OSError:
+            return None
+        try:
+            if not stat_mod.S_ISREG(os.fstat(fd).st_mode):
+                return None
+            with os.fdopen(fd, "rb", closefd=False) as fh:
                 return fh.read(limit)
         except OSError:
             return None
+        finally:
+            os.close(fd)
 
     def read_text(self, path: str, limit: int = 1 << 20) -> Optional[str]:
         data = self.read_bytes(path, limit)
