@@ -24,9 +24,27 @@ def _gd(*args, env=None):
                           timeout=120, env=env)
 
 
+#: What every real image holds and the CUDA libraries need (DT_NEEDED): glibc, libstdc++, libgcc_s.
+BASE_SONAMES = ("libc.so.6", "libm.so.6", "libdl.so.2", "libpthread.so.0", "librt.so.1", "libstdc++.so.6",
+                "libgcc_s.so.1", "libz.so.1")
+
+
+def _base_libs(root):
+    """This machine's real glibc, libstdc++ and libgcc_s copied into ``root`` where Debian keeps them."""
+    lib = root / "usr" / "lib" / "x86_64-linux-gnu"
+    lib.mkdir(parents=True, exist_ok=True)
+    for soname in BASE_SONAMES:
+        src = os.path.join("/usr/lib/x86_64-linux-gnu", soname)
+        if os.path.exists(src):
+            shutil.copy2(os.path.realpath(src), lib / soname)
+    (root / "lib64").mkdir(exist_ok=True)
+    shutil.copy2(os.path.realpath("/lib64/ld-linux-x86-64.so.2"), root / "lib64" / "ld-linux-x86-64.so.2")
+
+
 def _root(tmp_path, cuda11=False):
     root = tmp_path / "rootfs"
     (root / "etc").mkdir(parents=True)
+    _base_libs(root)
     (root / "etc" / "os-release").write_text('PRETTY_NAME="Ubuntu 22.04.4 LTS"\nID=ubuntu\nID_LIKE=debian\nVERSION_ID="22.04"\n')
     _copy_chain(LIBCUDA, str(root))
     tk = root / "usr" / "local" / "cuda-13.0"
@@ -255,3 +273,23 @@ def test_a_frameworks_kernels_in_a_root_are_judged_against_the_target_gpu(tmp_pa
     assert old["probes"]["root"]["facts"]["frameworks"]["torch"]["version"].endswith("+cpu")
     new = json.loads(_gd("--root", str(root), "--target-gpu", "H100", "--json").stdout)
     assert [f["id"] for f in new["findings"] if f["id"].startswith("arch.")] == ["arch.binary_ok"]
+
+
+TRT_BINDINGS = os.path.join(os.path.dirname(CUDNN), "..", "trt-bindings", "site-packages")
+
+
+@pytest.mark.skipif(not os.path.isdir(TRT_BINDINGS), reason="needs the real tensorrt-cu13-bindings wheel (.ci/fetch-real-wheels)")
+def test_tensorrt_bindings_without_their_libraries_are_a_missing_dependency_of_the_extension_module(tmp_path):
+    """The real tensorrt-cu13-bindings wheel alone (pip installs it without libnvinfer): its tensorrt.so needs
+    libnvinfer.so.11 (DT_NEEDED, RUNPATH $ORIGIN), which the image's loader would not find."""
+    root = tmp_path / "rootfs"
+    _base_libs(root)
+    sp = root / "usr" / "local" / "lib" / "python3.12" / "dist-packages"
+    shutil.copytree(TRT_BINDINGS, sp)
+    report = json.loads(_gd("--root", str(root), "--json").stdout)
+    missing = {f["evidence"]["needed"]: f for f in report["findings"] if f["id"] == "root.dependency_missing"}
+    assert set(missing) == {"libnvinfer.so.11", "libnvinfer_plugin.so.11", "libnvonnxparser.so.11"}, sorted(missing)
+    f = missing["libnvinfer.so.11"]
+    assert f["severity"] == "fail" and f["title"].startswith("libnvinfer.so.11, needed by /usr/local/lib/python3.12/")
+    version = next(n for n in os.listdir(TRT_BINDINGS) if n.endswith(".dist-info"))[: -len(".dist-info")].split("-")[1]
+    assert f["fixes"][0]["commands"] == [f"python -m pip install 'tensorrt-cu13-libs=={version}'"]

@@ -47,6 +47,8 @@ def probe(ctx) -> dict:
         "toolkits": toolkits,
         "site_dirs": list(idx.site_dirs),
         "frameworks": _frameworks(view, idx.site_dirs, _scan_cache(ctx)),
+        "dependencies": _closure(view, idx, libraries),
+        "tensorrt_distributions": _dists(view, idx.site_dirs, "tensorrt"),
         "problems": list(idx.problems),
     }
 
@@ -112,6 +114,47 @@ def _with_cuda_major(stem: str, copy: dict, toolkits: List[dict]) -> dict:
     else:
         major, why = None, None
     return dict(copy, cuda_major=major, cuda_major_from=why)
+
+
+#: Python extension modules of NVIDIA packages whose libraries a program loads through them.
+EXTENSION_GLOBS = ("tensorrt*/*.so", "tensorrt*/*.so.*", "tensorrt*/*/*.so", "cuda/bindings/*.so")
+#: Most objects whose DT_NEEDED are followed (each costs one header read).
+MAX_OBJECTS = 400
+
+
+def _closure(view, idx, libraries: Dict[str, List[dict]]) -> dict:
+    """``{"objects": N, "unresolved": [{"object", "needed", "skipped"}]}``: each DT_NEEDED of every CUDA library
+    found and of the NVIDIA packages' Python extension modules, looked up as the root's ld.so would (the
+    object's RPATH/RUNPATH with $ORIGIN, LD_LIBRARY_PATH, the root's ld.so.cache, the default dirs), and the ones
+    it would not find."""
+    objects: List[str] = []
+    for copies in libraries.values():
+        objects += [c["realpath"] for c in copies if c.get("realpath")]
+    for sp in idx.site_dirs:
+        for pattern in EXTENSION_GLOBS:
+            objects += view.glob(os.path.join(sp, pattern))
+    seen, unresolved = set(), []
+    for obj in objects:
+        if obj in seen or len(seen) >= MAX_OBJECTS:
+            continue
+        seen.add(obj)
+        info = idx.file_info(obj)
+        for needed in info.get("needed") or []:
+            trace, skipped = idx.loader_search(needed, loader=obj)
+            if trace is None:
+                unresolved.append({"object": obj, "needed": needed, "skipped": skipped})
+    return {"objects": len(seen), "unresolved": unresolved}
+
+
+def _dists(view, site_dirs, prefix: str) -> Dict[str, str]:
+    """{distribution name (dashes): version} of the dist-infos whose name starts with ``prefix``."""
+    out = {}
+    for sp in site_dirs:
+        for n in view.listdir(sp):
+            if n.startswith(prefix) and n.endswith(".dist-info"):
+                name, _, version = n[: -len(".dist-info")].partition("-")
+                out[name.replace("_", "-")] = version
+    return out
 
 
 def _soname_major(path: str) -> Optional[str]:

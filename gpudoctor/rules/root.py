@@ -65,6 +65,34 @@ def cuda_majors_mixed(facts, ctx) -> List[Finding]:
                            "undefined symbols or 'CUDA driver version is insufficient'.")]
 
 
+def dependencies_missing(facts, ctx) -> List[Finding]:
+    """A shared library an NVIDIA library or extension module needs (DT_NEEDED) that the root's loader would not
+    find: loading it fails with "cannot open shared object file". One finding per missing library."""
+    deps = facts["root"].get("dependencies") or {}
+    by_needed: Dict[str, List[str]] = {}
+    for u in deps.get("unresolved") or []:
+        by_needed.setdefault(u["needed"], []).append(u["object"])
+    out = []
+    dists = {d: v for fw in [facts["root"].get("tensorrt_distributions") or {}] for d, v in fw.items()}
+    for needed, objects in sorted(by_needed.items()):
+        fixes = []
+        trt = next(((d, v) for d, v in dists.items() if "bindings" in d), None)
+        if needed.startswith("libnvinfer") and trt and "-cu" in trt[0]:
+            cu = trt[0].split("-cu", 1)[1].split("-", 1)[0]
+            fixes.append(Fix("Install the TensorRT libraries wheel of the same version as the bindings.",
+                             (f"python -m pip install 'tensorrt-cu{cu}-libs=={trt[1]}'",)))
+        fixes.append(Fix("Find the package that provides it (Debian/Ubuntu images), then install it in the image.",
+                         (f"apt-get install -y apt-file && apt-file update && apt-file search {shlex.quote(needed)}",)))
+        shown = objects[0] + (f" and {len(objects) - 1} more" if len(objects) > 1 else "")
+        out.append(Finding("root.dependency_missing", Severity.FAIL, "root",
+                           f"{needed}, needed by {shown}, is not where the loader looks",
+                           evidence={"needed": needed, "needed_by": objects,
+                                     "searched": "RPATH/RUNPATH of the object, LD_LIBRARY_PATH, /etc/ld.so.cache, default dirs"},
+                           fixes=tuple(fixes), doc="https://man7.org/linux/man-pages/man8/ld.so.8.html",
+                           detail=f"Loading fails with '{needed}: cannot open shared object file: No such file or directory'."))
+    return out
+
+
 def needs_live_system(facts, ctx) -> List[Finding]:
     """Said once: what a check from files cannot judge."""
     if not (facts["root"] or facts["windows"]):
