@@ -293,3 +293,36 @@ def test_tensorrt_bindings_without_their_libraries_are_a_missing_dependency_of_t
     assert f["severity"] == "fail" and f["title"].startswith("libnvinfer.so.11, needed by /usr/local/lib/python3.12/")
     version = next(n for n in os.listdir(TRT_BINDINGS) if n.endswith(".dist-info"))[: -len(".dist-info")].split("-")[1]
     assert f["fixes"][0]["commands"] == [f"python -m pip install 'tensorrt-cu13-libs=={version}'"]
+
+
+DEBIAN_NVCC = "/usr/lib/nvidia-cuda-toolkit/bin/nvcc"
+
+
+@pytest.mark.skipif(not os.path.exists(DEBIAN_NVCC) or not os.path.exists("/usr/include/crt/host_config.h")
+                    or os.path.realpath("/usr/bin/gcc").rsplit("-", 1)[-1] != "12",
+                    reason="needs Debian's CUDA 11.8 (.ci/install-real-parts) and gcc 12 as the default gcc")
+def test_a_toolkits_nvcc_and_the_roots_default_gcc_beyond_its_bound_are_judged_from_the_files(tmp_path):
+    """Debian's real CUDA 11.8 nvcc and host_config.h (gcc ≤ 11) in /usr/local/cuda-11.8, the real gcc 12 as
+    the default gcc (its links as Debian makes them) and g++-11 installed: compiler.unsupported, with g++-11."""
+    root = tmp_path / "rootfs"
+    _base_libs(root)
+    tk = root / "usr" / "local" / "cuda-11.8"
+    (tk / "bin").mkdir(parents=True)
+    (tk / "include" / "crt").mkdir(parents=True)
+    shutil.copy2(DEBIAN_NVCC, tk / "bin" / "nvcc")
+    shutil.copy2("/usr/include/crt/host_config.h", tk / "include" / "crt" / "host_config.h")
+    shutil.copy2("/usr/include/cuda_runtime_api.h", tk / "include" / "cuda_runtime_api.h")
+    for link in ("/usr/bin/gcc", "/usr/bin/gcc-12"):
+        _copy_chain(link, str(root))
+    _copy_chain("/usr/bin/g++-11", str(root))
+    for mj in ("11", "12"):
+        (root / "usr" / "lib" / "gcc" / "x86_64-linux-gnu" / mj).mkdir(parents=True)
+    env = tmp_path / "env"
+    env.write_text("PATH=/usr/local/cuda-11.8/bin:/usr/bin:/bin\n")
+    report = json.loads(_gd("--root", str(root), "--env", str(env), "--json").stdout)
+    (f,) = [f for f in report["findings"] if f["id"] == "compiler.unsupported"]
+    assert f["title"] == "nvcc 11.8 (/usr/local/cuda-11.8/bin/nvcc) rejects host compiler gnu 12 (supports ≤ 11)"
+    assert f["fixes"][0]["commands"][0] == "export NVCC_CCBIN=" + "/usr/bin/g++-11"
+    env.write_text("PATH=/usr/local/cuda-11.8/bin:/usr/bin:/bin\nNVCC_CCBIN=/usr/bin/g++-11\n")
+    report = json.loads(_gd("--root", str(root), "--env", str(env), "--json").stdout)
+    assert not [f for f in report["findings"] if f["id"] == "compiler.unsupported"]

@@ -49,6 +49,7 @@ def probe(ctx) -> dict:
         "frameworks": _frameworks(view, idx.site_dirs, _scan_cache(ctx)),
         "dependencies": _closure(view, idx, libraries),
         "tensorrt_distributions": _dists(view, idx.site_dirs, "tensorrt"),
+        "host_compilers": _host_compilers(view),
         "problems": list(idx.problems),
     }
 
@@ -146,6 +147,43 @@ def _closure(view, idx, libraries: Dict[str, List[dict]]) -> dict:
     return {"objects": len(seen), "unresolved": unresolved}
 
 
+def _host_config(view, home: str) -> Optional[dict]:
+    """The host-compiler bounds the toolkit's nvcc enforces (``crt/host_config.h``: max_gcc, max_clang, ...)."""
+    from gpudoctor.formats.nvcc import parse_host_config
+
+    for inc in ("targets/x86_64-linux/include", "targets/sbsa-linux/include", "include"):
+        path = os.path.join(home, inc, "crt", "host_config.h")
+        text = view.read_text(path, 1 << 20)
+        if text:
+            return dict(parse_host_config(text), path=path)
+    return None
+
+
+_GCC_NAME = re.compile(r"^(?:[\w-]+-)?g(?:cc|\+\+)-(\d+)$")
+
+
+def _host_compilers(view) -> dict:
+    """``{"gcc": {"path", "realpath", "major", "major_from"} | None, "installed_gcc_majors": [11, 12],
+    "gxx_by_major": {"11": "/usr/bin/g++-11"}, "ccbin": NVCC_CCBIN}``: the gcc a shell of the root runs and its
+    major from its file name (gcc-12, x86_64-linux-gnu-gcc-12), else from the one /usr/lib/gcc/<triplet>/<N>
+    directory there is; nothing is run."""
+    majors = sorted({int(n) for base in view.glob("/usr/lib/gcc/*") for n in view.listdir(base) if n.isdigit()})
+    gcc = view.which("gcc")
+    facts = None
+    if gcc:
+        real = view.realpath(gcc) or gcc
+        m = next((m for m in (_GCC_NAME.match(os.path.basename(p)) for p in (real, gcc)) if m), None)
+        major, why = (int(m.group(1)), f"its file name {os.path.basename(real)}") if m else \
+            ((majors[0], "the one /usr/lib/gcc/<triplet>/<N> there is") if len(majors) == 1 else (None, None))
+        facts = {"path": gcc, "realpath": real, "major": major, "major_from": why}
+    gxx = {}
+    for mj in majors:
+        found = view.which(f"g++-{mj}")
+        if found:
+            gxx[str(mj)] = found
+    return {"gcc": facts, "installed_gcc_majors": majors, "gxx_by_major": gxx, "ccbin": view.env.get("NVCC_CCBIN")}
+
+
 def _dists(view, site_dirs, prefix: str) -> Dict[str, str]:
     """{distribution name (dashes): version} of the dist-infos whose name starts with ``prefix``."""
     out = {}
@@ -198,7 +236,7 @@ def _toolkits(view) -> List[dict]:
                 n = int(m.group(1))
                 version = f"{n // 1000}.{(n % 1000) // 10}"
         by_real[real] = {"home": home, "realpath": real, "version": version,
-                         "nvcc": view.isfile(os.path.join(home, "bin", "nvcc"))}
+                         "nvcc": view.isfile(os.path.join(home, "bin", "nvcc")), "host_config": _host_config(view, home)}
         out.append(by_real[real])
     return out
 
