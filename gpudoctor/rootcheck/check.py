@@ -56,13 +56,14 @@ def run_root_check(view, matrix, driver: Optional[str] = None, targets: Sequence
     else:
         probes = [Probe("root", "root", linux_probe.probe, timeout), Probe("loader", "loader", loader.probe, timeout),
                   Probe("cudnn", "cudnn", cudnn.probe, timeout), Probe("environment", "environment", environment.probe, timeout)]
-        rules = [root.inventory, root.needs_live_system, root.cuda_majors_mixed, cuda.driver_vs_runtimes,
+        rules = [root.inventory, root.needs_live_system, root.cuda_majors_mixed, cuda.driver_vs_runtimes, cuda.ptx_too_new,
                  loader_rules.loader_integrity, libraries.cudnn_mismatch, env_rules.ld_library_path, env_rules.cuda_home,
                  frameworks.arch_binary_missing, root.dependencies_missing, root.compiler_unsupported]
     results = run_probes(probes, ctx)
     got = {n: r.facts for n, r in results.items() if r.status == "ok"}
     if "root" in got:
         got["cuda"] = linux_probe.cuda_facts(got["root"])
+        got["toolkit"] = linux_probe.toolkit_facts(got["root"])
         got["frameworks"] = linux_probe.frameworks_facts(got["root"])
     if "windows" in got:
         from gpudoctor.rules import windows as windows_rules
@@ -73,6 +74,10 @@ def run_root_check(view, matrix, driver: Optional[str] = None, targets: Sequence
             got["driver"] = {"given_version": nvcuda["driver_version"], "given_from": "nvcuda.dll's file version"}
     if driver:
         got["driver"] = {"given_version": driver, "given_from": "--driver"}
+    if got.get("driver", {}).get("given_version") and matrix is not None:  # the CUDA it runs, from the matrix
+        top = matrix.max_cuda_for_driver(got["driver"]["given_version"], os="windows" if view.os == "windows" else "linux")
+        if top:
+            got["driver"].update(given_cuda=top, given_cuda_from=f"the matrix, for driver {got['driver']['given_version']}")
     facts = Facts(got, {n: {"status": r.status, "error": r.error} for n, r in results.items()},
                   targets=[{"index": "target", "name": n, "compute_capability": cc} for n, cc in targets])
     osf = _os_flavor(view, got.get("root") or {})

@@ -38,7 +38,10 @@ def driver_version(facts) -> Tuple[Optional[str], str]:
 
 
 def driver_cuda(facts) -> Tuple[Optional[str], str]:
-    """(highest CUDA version the driver supports, source): NVML, else cuDriverGetVersion."""
+    """(highest CUDA version the driver supports, source): NVML, else cuDriverGetVersion; for a system judged
+    from its files, what the matrix says of the given driver."""
+    if facts["driver"].get("given_cuda"):
+        return facts["driver"]["given_cuda"], facts["driver"].get("given_cuda_from") or "the matrix"
     nvml = facts["driver"].get("nvml") or {}
     if nvml.get("cuda_driver_version"):
         return nvml["cuda_driver_version"], "NVML"

@@ -76,10 +76,10 @@ def compiler_unsupported(facts, ctx) -> List[Finding]:
     out = []
     for tk in r.get("toolkits") or []:
         limit = (tk.get("host_config") or {}).get("max_gcc")
-        if not tk.get("nvcc") or limit is None or gcc["major"] <= limit:
-            continue
+        if not tk.get("nvcc") or limit is None or gcc["major"] <= limit or tk.get("host_compiler_dirs"):
+            continue  # (nvcc.profile puts its own gcc first: that one is the host compiler, not judged from files)
         ok = sorted((int(m), p) for m, p in (hc.get("gxx_by_major") or {}).items() if int(m) <= limit)
-        nvcc = f"{tk['home']}/bin/nvcc"
+        nvcc = tk.get("nvcc_path") or f"{tk['home']}/bin/nvcc"
         if ok:
             fixes = (Fix(f"Use the image's g++-{ok[-1][0]} as nvcc's host compiler (Dockerfile: ENV; CMake: CUDAHOSTCXX).",
                          (f"export NVCC_CCBIN={ok[-1][1]}", f"export CUDAHOSTCXX={ok[-1][1]}   # CMake")),)
