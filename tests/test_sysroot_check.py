@@ -235,7 +235,7 @@ def test_this_machine_read_from_its_files_gets_the_findings_the_live_check_gets(
     env_file.write_text("".join(f"{k}={v}\n" for k, v in env.items() if "\n" not in v))
     root = json.loads(_gd("--root", "/", "--env", str(env_file), "--driver", drv, "--json").stdout)
     both = {"driver.too_old", "driver.ptx_too_new", "driver.minor_version_compat", "cudnn.mismatch", "env.ld_library_path",
-            "env.cuda_home", "compiler.unsupported", "arch.binary_missing", "library.damaged"}
+            "env.cuda_home", "compiler.unsupported", "arch.binary_missing", "library.damaged", "framework.cpu_build"}
     strip = "(--no-gpu: needs the GPU host) "
     said_live = sorted((f["id"], f["title"].replace(strip, "")) for f in live["findings"] if f["id"] in both)
     said_root = sorted((f["id"], f["title"]) for f in root["findings"] if f["id"] in both)
@@ -333,3 +333,20 @@ def test_a_toolkits_nvcc_and_the_roots_default_gcc_beyond_its_bound_are_judged_f
     env.write_text("PATH=/usr/local/cuda-11.8/bin:/usr/bin:/bin\nNVCC_CCBIN=/usr/bin/g++-11\n")
     report = json.loads(_gd("--root", str(root), "--env", str(env), "--json").stdout)
     assert not [f for f in report["findings"] if f["id"] == "compiler.unsupported"]
+
+
+@pytest.mark.skipif(not os.path.isdir(TORCH_CPU), reason="needs the torch CPU wheel (.ci/fetch-real-wheels)")
+def test_a_cpu_only_torch_in_an_image_for_a_gpu_host_is_the_live_checks_cpu_build_finding(tmp_path):
+    """The real torch CPU wheel's version.py (cuda = None) and dist-info in an image judged for a host with a
+    driver: framework.cpu_build, as the live check says on a machine with a driver."""
+    root = tmp_path / "rootfs"
+    sp = root / "usr" / "local" / "lib" / "python3.12" / "dist-packages"
+    (sp / "torch").mkdir(parents=True)
+    shutil.copy2(os.path.join(TORCH_CPU, "torch", "version.py"), sp / "torch" / "version.py")
+    dist = next(n for n in os.listdir(TORCH_CPU) if n.startswith("torch-") and n.endswith(".dist-info"))
+    shutil.copytree(os.path.join(TORCH_CPU, dist), sp / dist)
+    report = json.loads(_gd("--root", str(root), "--driver", "580.95.05", "--json").stdout)
+    (f,) = [f for f in report["findings"] if f["id"] == "framework.cpu_build"]
+    assert f["title"].startswith("torch 2.") and f["title"].endswith("+cpu is a CPU-only build, but an NVIDIA driver is installed")
+    assert not [f for f in json.loads(_gd("--root", str(root), "--json").stdout)["findings"]
+                if f["id"] == "framework.cpu_build"]  # no driver given: nothing says the image is for a GPU host

@@ -72,7 +72,7 @@ def cuda_facts(root_facts: dict) -> dict:
 def frameworks_facts(root_facts: dict) -> dict:
     """The live frameworks probe's shape for what a root's files say (``{"torch": {"version", "cuda", "archs"}}``),
     so the live rules judge them (the arch coverage of ``--target-gpu`` among them)."""
-    return {name: {k: f.get(k) for k in ("version", "cuda", "archs", "path")}
+    return {name: {k: f.get(k) for k in ("version", "cuda", "hip", "archs", "path", "distribution")}
             for name, f in (root_facts.get("frameworks") or {}).items() if name != "cuda-bindings"}
 
 
@@ -341,8 +341,8 @@ def _torch_archs(view, torch_dir: str, cache) -> Optional[dict]:
 
 def _frameworks(view, site_dirs, cache=None) -> Dict[str, dict]:
     """GPU frameworks by their dist-info directory names (name-version.dist-info): no import, nothing run."""
-    names = {"torch": "torch", "tensorflow": "tensorflow", "onnxruntime_gpu": "onnxruntime", "jax": "jax", "cupy": "cupy",
-             "cuda_bindings": "cuda-bindings"}
+    names = {"torch": "torch", "tensorflow": "tensorflow", "onnxruntime_gpu": "onnxruntime", "onnxruntime": "onnxruntime",
+             "jax": "jax", "cupy": "cupy", "cuda_bindings": "cuda-bindings"}
     out: Dict[str, dict] = {}
     for sp in site_dirs:
         for n in view.listdir(sp):
@@ -352,9 +352,9 @@ def _frameworks(view, site_dirs, cache=None) -> Dict[str, dict]:
             key = dist.lower()
             if key.startswith("cupy_cuda"):
                 key = "cupy"
-            if key not in names or names[key] in out:
+            if key not in names or (names[key] in out and key != "onnxruntime_gpu"):  # the GPU package wins, as live
                 continue
-            entry = {"version": version, "dist": os.path.join(sp, n)}
+            entry = {"version": version, "dist": os.path.join(sp, n), "distribution": dist.replace("_", "-").lower()}
             m = _CUDA_LOCAL.search(version)
             if names[key] == "torch" and m:
                 digits = m.group(1)
@@ -362,6 +362,9 @@ def _frameworks(view, site_dirs, cache=None) -> Dict[str, dict]:
             if names[key] == "torch":  # torch/version.py says what it was built with (cuda = '13.0')
                 text = view.read_text(os.path.join(sp, "torch", "version.py"), 64 << 10) or ""
                 said = re.search(r"^cuda\s*(?::[^=]*)?=\s*['\"](\d+\.\d+)['\"]", text, re.M)
+                hip = re.search(r"^hip\s*(?::[^=]*)?=\s*['\"]([^'\"]+)['\"]", text, re.M)
+                if hip:
+                    entry["hip"] = hip.group(1)
                 full = re.search(r"^__version__\s*(?::[^=]*)?=\s*['\"]([^'\"]+)['\"]", text, re.M)
                 if said and "cuda" not in entry:
                     entry["cuda"], entry["cuda_from"] = said.group(1), "torch/version.py"

@@ -58,7 +58,7 @@ def run_root_check(view, matrix, driver: Optional[str] = None, targets: Sequence
                   Probe("cudnn", "cudnn", cudnn.probe, timeout), Probe("environment", "environment", environment.probe, timeout)]
         rules = [root.inventory, root.needs_live_system, root.cuda_majors_mixed, cuda.driver_vs_runtimes, cuda.ptx_too_new,
                  loader_rules.loader_integrity, libraries.cudnn_mismatch, env_rules.ld_library_path, env_rules.cuda_home,
-                 frameworks.arch_binary_missing, root.dependencies_missing, root.compiler_unsupported]
+                 frameworks.arch_binary_missing, frameworks.cpu_build, root.dependencies_missing, root.compiler_unsupported]
     results = run_probes(probes, ctx)
     got = {n: r.facts for n, r in results.items() if r.status == "ok"}
     if "root" in got:
