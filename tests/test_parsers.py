@@ -665,3 +665,19 @@ def test_hypothesis_ints():
                 pass
 
     check()
+
+
+def test_cudart_version_of_the_real_runtime_headers():
+    import os
+
+    from gpudoctor.formats.tensorrt_header import parse_cudart_h_version
+
+    real = {"/usr/local/cuda/include/cuda_runtime_api.h": "13.0", "/usr/include/cuda_runtime_api.h": "11.8"}
+    found = {p: v for p, v in real.items() if os.path.exists(p)}
+    if not found:
+        import pytest
+
+        pytest.skip("no CUDA runtime header on this machine")
+    for path, version in found.items():
+        assert parse_cudart_h_version(open(path, encoding="utf-8", errors="replace").read()) == version
+    assert parse_cudart_h_version("#define CUDART_VERSION banana\n") is None and parse_cudart_h_version(b"\xff") is None

@@ -1,4 +1,5 @@
-"""TensorRT: the version in ``NvInferVersion.h``, and CUDA's ``CUDA_VERSION`` in ``cuda.h``.
+"""TensorRT: the version in ``NvInferVersion.h``, and CUDA's ``CUDA_VERSION`` in ``cuda.h`` and
+``CUDART_VERSION`` in ``cuda_runtime_api.h``.
 
 Pure: text in, plain data out; see gpudoctor.formats._text for the robustness contract."""
 from __future__ import annotations
@@ -53,7 +54,17 @@ def parse_cuda_h_version(text) -> Optional[str]:
     """``CUDA_VERSION`` of CUDA's ``include/cuda.h`` as "major.minor" (``#define CUDA_VERSION 13000`` ->
     "13.0", 11080 -> "11.8", as :func:`gpudoctor.formats.nvidia_driver.cuda_version_from_int`); None when the
     header has no numeric CUDA_VERSION. Never raises."""
-    token = _defines(text, lambda name: name == "CUDA_VERSION").get("CUDA_VERSION")
+    return _version_define(text, "CUDA_VERSION")
+
+
+def parse_cudart_h_version(text) -> Optional[str]:
+    """``CUDART_VERSION`` of CUDA's ``include/cuda_runtime_api.h`` as "major.minor" (13000 -> "13.0"), as
+    :func:`parse_cuda_h_version`; None when it has no numeric one. Never raises."""
+    return _version_define(text, "CUDART_VERSION")
+
+
+def _version_define(text, name: str) -> Optional[str]:
+    token = _defines(text, lambda n: n == name).get(name)
     if token is None or not token.isdigit():
         return None
     return cuda_version_from_int(int(token))

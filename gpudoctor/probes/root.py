@@ -295,11 +295,9 @@ def _toolkits(view) -> List[dict]:
             except (ValueError, AttributeError):
                 version = None
         if version is None:  # a toolkit without version.json (pip-assembled ones): its runtime header says
-            header = view.read_text(os.path.join(home, "include", "cuda_runtime_api.h"), 1 << 20) or ""
-            m = re.search(r"#define\s+CUDART_VERSION\s+(\d+)", header)
-            if m:
-                n = int(m.group(1))
-                version = f"{n // 1000}.{(n % 1000) // 10}"
+            from gpudoctor.formats.tensorrt_header import parse_cudart_h_version
+
+            version = parse_cudart_h_version(view.read_text(os.path.join(home, "include", "cuda_runtime_api.h"), 1 << 20) or "")
         nvcc = os.path.join(home, "bin", "nvcc")
         has_nvcc = view.isfile(nvcc)
         said = nvcc_says(view, nvcc) if has_nvcc else None

@@ -40,7 +40,7 @@ def cuda_majors_mixed(facts, ctx) -> List[Finding]:
     by_major: Dict[str, List[dict]] = {}
     for stem in RUNTIME_FAMILY:
         for c in libs.get(stem) or []:
-            mj = _cuda_major(stem, c)
+            mj = c.get("cuda_major")  # the probe's: wheel, cuNN dir, toolkit, or a soname that tracks CUDA
             if mj:
                 by_major.setdefault(mj, []).append(dict(c, stem=stem))
     if len(by_major) < 2:
@@ -136,10 +136,3 @@ def needs_live_system(facts, ctx) -> List[Finding]:
                     f"Judged from files only: {live} and the smoke tests need a live system"
                     + ("" if given else "; give --driver VERSION (the host's driver) to judge the runtimes against it"),
                     evidence={"driver": given or "not given", "target_gpus": [t.get("name") for t in facts.targets]})]
-
-
-def _cuda_major(stem: str, copy: dict) -> str:
-    """The CUDA major the probe found for a copy (its wheel, its cuNN directory, its toolkit, or the soname of
-    the libraries whose soname tracks CUDA); "" when nothing said (a math library's own soname major, such as
-    CUDA 13's libcurand.so.10, is not a CUDA major)."""
-    return copy.get("cuda_major") or ""
