@@ -225,7 +225,9 @@ def test_this_machine_read_from_its_files_gets_the_findings_the_live_check_gets(
     """`check --root /` with this process's environment and the live driver's version, against the live
     `check --no-gpu` (which runs nvcc and asks the libraries): every finding both judge is the same, title
     for title (on the CI machine: driver.too_old for the 13.x runtimes and driver.ptx_too_new for nvcc 13.0,
-    whose version is read from the nvcc binary behind /usr/local/bin/nvcc's launcher script)."""
+    whose version is read from the nvcc binary behind /usr/local/bin/nvcc's launcher script; compiler.ok for
+    nvcc 13.0 with gcc 12 and for Debian's nvcc 11.8, whose nvcc.profile puts its gcc wrapper script first, which
+    picks gcc-11; toolkit.mixed for that nvcc 11.8 running /usr/local/bin/ptxas of CUDA 13.0; the inventory)."""
     live = json.loads(_gd("--no-gpu", "--json").stdout)
     drv = (live["probes"]["driver"]["facts"] or {}).get("user_space_version")
     if not drv:
@@ -235,13 +237,15 @@ def test_this_machine_read_from_its_files_gets_the_findings_the_live_check_gets(
     env_file.write_text("".join(f"{k}={v}\n" for k, v in env.items() if "\n" not in v))
     root = json.loads(_gd("--root", "/", "--env", str(env_file), "--driver", drv, "--json").stdout)
     both = {"driver.too_old", "driver.ptx_too_new", "driver.minor_version_compat", "cudnn.mismatch", "env.ld_library_path",
-            "env.cuda_home", "compiler.unsupported", "arch.binary_missing", "library.damaged", "framework.cpu_build"}
+            "env.cuda_home", "compiler.unsupported", "compiler.ok", "toolkit.mixed", "toolkit.inventory",
+            "arch.binary_missing", "library.damaged", "framework.cpu_build"}
     strip = "(--no-gpu: needs the GPU host) "
     said_live = sorted((f["id"], f["title"].replace(strip, "")) for f in live["findings"] if f["id"] in both)
     said_root = sorted((f["id"], f["title"]) for f in root["findings"] if f["id"] in both)
     assert said_root == said_live
     if shutil.which("nvcc") and os.path.realpath("/usr/bin/gcc").endswith("gcc-12"):  # the CI machine
-        assert [i for i, _ in said_root] == ["driver.ptx_too_new", "driver.too_old"]
+        assert [i for i, _ in said_root] == ["compiler.ok", "compiler.ok", "driver.ptx_too_new", "driver.too_old",
+                                             "toolkit.inventory", "toolkit.mixed"]
 
 
 @needs_parts
@@ -328,11 +332,22 @@ def test_a_toolkits_nvcc_and_the_roots_default_gcc_beyond_its_bound_are_judged_f
     env.write_text("PATH=/usr/local/cuda-11.8/bin:/usr/bin:/bin\n")
     report = json.loads(_gd("--root", str(root), "--env", str(env), "--json").stdout)
     (f,) = [f for f in report["findings"] if f["id"] == "compiler.unsupported"]
-    assert f["title"] == "nvcc 11.8 (/usr/local/cuda-11.8/bin/nvcc) rejects host compiler gnu 12 (supports ≤ 11)"
-    assert f["fixes"][0]["commands"][0] == "export NVCC_CCBIN=" + "/usr/bin/g++-11"
+    # the live check's own words: the version is the one gcc 12's binary carries ("gcc --version" prints it)
+    said = {g: subprocess.run([g, "-dumpfullversion"], capture_output=True, text=True, timeout=30).stdout.strip()
+            for g in ("/usr/bin/gcc-12", "/usr/bin/g++-11")}
+    assert f["title"] == f"nvcc 11.8 (/usr/local/cuda-11.8/bin/nvcc) rejects host compiler gnu {said['/usr/bin/gcc-12']} (supports ≤ 11)"
+    assert f["fixes"][0]["commands"][0] == "export NVCC_PREPEND_FLAGS='-ccbin /usr/bin/g++-11'"
+    # nvcc 11.8 does not read NVCC_CCBIN (its binary never names it; its real dry run still runs gcc): still refused
     env.write_text("PATH=/usr/local/cuda-11.8/bin:/usr/bin:/bin\nNVCC_CCBIN=/usr/bin/g++-11\n")
     report = json.loads(_gd("--root", str(root), "--env", str(env), "--json").stdout)
-    assert not [f for f in report["findings"] if f["id"] == "compiler.unsupported"]
+    assert [f["id"] for f in report["findings"] if f["id"].startswith("compiler.")] == ["compiler.unsupported"]
+    dry = subprocess.run([DEBIAN_NVCC, "--dryrun", "-c", "k.cu"], capture_output=True, text=True, timeout=60,
+                         env=dict(os.environ, NVCC_CCBIN="/usr/bin/g++-11"), cwd=tmp_path)
+    assert "#$ gcc " in dry.stderr  # the ground truth on this machine: NVCC_CCBIN ignored
+    env.write_text("PATH=/usr/local/cuda-11.8/bin:/usr/bin:/bin\nNVCC_PREPEND_FLAGS=-ccbin /usr/bin/g++-11\n")
+    report = json.loads(_gd("--root", str(root), "--env", str(env), "--json").stdout)
+    ok = [f["title"] for f in report["findings"] if f["id"].startswith("compiler.")]
+    assert ok == [f"nvcc 11.8 (/usr/local/cuda-11.8/bin/nvcc) accepts its host compiler gnu {said['/usr/bin/g++-11']} (≤ 11)"], ok
 
 
 @pytest.mark.skipif(not os.path.isdir(TORCH_CPU), reason="needs the torch CPU wheel (.ci/fetch-real-wheels)")

@@ -3,6 +3,7 @@
 Pure: text in, plain data out; see gpudoctor.formats._text for the robustness contract."""
 from __future__ import annotations
 
+import re
 from typing import Optional
 
 from gpudoctor.formats._text import _VERSION_RE, _first_nonblank, _lead_version, _lines  # noqa: F401
@@ -53,3 +54,22 @@ def parse_clang_version(text) -> Optional[str]:
             return _lead_version(words[0], need_dot=True)
         return None
     return None
+
+
+_GCC_STRINGS = re.compile(rb"\x00(\d{1,2}\.\d{1,3}\.\d{1,3})\x00+(\([^()\x00]{1,120}\) )\x00")
+
+
+def gcc_version_in_binary(data: bytes) -> Optional[dict]:
+    """What ``gcc --version`` would print, read from the gcc (or g++) driver binary itself: GCC's
+    ``version_string`` ("12.2.0") and ``pkgversion_string`` ("(Debian 12.2.0-14+deb12u1) ") are adjacent
+    constants of gcc/version.c, printed as ``gcc (Debian 12.2.0-14+deb12u1) 12.2.0``.
+
+    Returns ``{"version": "12.2.0", "pkgversion": "Debian 12.2.0-14+deb12u1"}`` when exactly one such pair is in
+    ``data`` (several, or none, is None: a binary that is not a gcc driver, or one built another way).
+    Never raises."""
+    found = {(m.group(1).decode(), m.group(2).decode("utf-8", "replace")[1:-2])
+             for m in _GCC_STRINGS.finditer(data or b"")}
+    if len(found) != 1:
+        return None
+    version, pkg = found.pop()
+    return {"version": version, "pkgversion": pkg}

@@ -12,7 +12,7 @@ import re
 from typing import Dict, List, Optional
 
 from gpudoctor.probes.libfind import index_for
-from gpudoctor.probes.root_toolkit import _host_compilers, _toolkits, toolkit_facts  # noqa: F401 - rootcheck reads toolkit_facts here
+from gpudoctor.probes.root_toolkit import _toolkits, compilers_facts, toolkit_facts
 
 #: Library stems whose copies are listed (the CUDA runtime and the libraries built on it, the driver's).
 STEMS = ("libcudart", "libcublas", "libcublasLt", "libcufft", "libcurand", "libcusolver", "libcusparse", "libnvrtc",
@@ -50,7 +50,8 @@ def probe(ctx) -> dict:
         "frameworks": _frameworks(view, idx.site_dirs, _scan_cache(ctx)),
         "dependencies": _closure(view, idx, libraries),
         "tensorrt_distributions": _dists(view, idx.site_dirs, "tensorrt"),
-        "host_compilers": _host_compilers(view),
+        "toolkit": toolkit_facts(view, toolkits),
+        "compilers": compilers_facts(view),
         "problems": list(idx.problems),
     }
 

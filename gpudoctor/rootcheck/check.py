@@ -42,7 +42,7 @@ def run_root_check(view, matrix, driver: Optional[str] = None, targets: Sequence
     e.g. "535.104.05"; ``targets``: (name, compute capability) of GPUs it will run on), and return a report."""
     from gpudoctor.probes import cudnn, environment, loader
     from gpudoctor.rules import environment as env_rules
-    from gpudoctor.rules import Facts, RuleContext, cuda, evaluate, frameworks, implausible, libraries, root
+    from gpudoctor.rules import Facts, RuleContext, cuda, evaluate, frameworks, implausible, libraries, root, toolkit
     from gpudoctor.rules import loader as loader_rules
     from gpudoctor.probes import root as linux_probe
 
@@ -58,12 +58,14 @@ def run_root_check(view, matrix, driver: Optional[str] = None, targets: Sequence
                   Probe("cudnn", "cudnn", cudnn.probe, timeout), Probe("environment", "environment", environment.probe, timeout)]
         rules = [root.inventory, root.needs_live_system, root.cuda_majors_mixed, cuda.driver_vs_runtimes, cuda.ptx_too_new,
                  loader_rules.loader_integrity, libraries.cudnn_mismatch, env_rules.ld_library_path, env_rules.cuda_home,
-                 frameworks.arch_binary_missing, frameworks.cpu_build, root.dependencies_missing, root.compiler_unsupported]
+                 frameworks.arch_binary_missing, frameworks.cpu_build, root.dependencies_missing,
+                 toolkit.compiler_unsupported, toolkit.mixed_toolkit, toolkit.inventory, toolkit.arch_unsupported]
     results = run_probes(probes, ctx)
     got = {n: r.facts for n, r in results.items() if r.status == "ok"}
     if "root" in got:
         got["cuda"] = linux_probe.cuda_facts(got["root"])
-        got["toolkit"] = linux_probe.toolkit_facts(got["root"])
+        got["toolkit"] = got["root"].get("toolkit") or {}
+        got["compilers"] = got["root"].get("compilers") or {}
         got["frameworks"] = linux_probe.frameworks_facts(got["root"])
     if "windows" in got:
         from gpudoctor.rules import windows as windows_rules

@@ -65,38 +65,6 @@ def cuda_majors_mixed(facts, ctx) -> List[Finding]:
                            "undefined symbols or 'CUDA driver version is insufficient'.")]
 
 
-def compiler_unsupported(facts, ctx) -> List[Finding]:
-    """A toolkit's nvcc and the gcc a shell of the root runs, beyond the bound its host_config.h enforces: the
-    live check's ``compiler.unsupported``, judged from the files (the names of gcc and its directories)."""
-    r = facts["root"]
-    hc = r.get("host_compilers") or {}
-    gcc = hc.get("gcc") or {}
-    if hc.get("ccbin") or not gcc.get("major"):
-        return []  # nvcc would run NVCC_CCBIN (not judged from files), or the gcc's major is not known
-    out = []
-    for tk in r.get("toolkits") or []:
-        limit = (tk.get("host_config") or {}).get("max_gcc")
-        if not tk.get("nvcc") or limit is None or gcc["major"] <= limit or tk.get("host_compiler_dirs"):
-            continue  # (nvcc.profile puts its own gcc first: that one is the host compiler, not judged from files)
-        ok = sorted((int(m), p) for m, p in (hc.get("gxx_by_major") or {}).items() if int(m) <= limit)
-        nvcc = tk.get("nvcc_path") or f"{tk['home']}/bin/nvcc"
-        if ok:
-            fixes = (Fix(f"Use the image's g++-{ok[-1][0]} as nvcc's host compiler (Dockerfile: ENV; CMake: CUDAHOSTCXX).",
-                         (f"export NVCC_CCBIN={ok[-1][1]}", f"export CUDAHOSTCXX={ok[-1][1]}   # CMake")),)
-        else:
-            fixes = (Fix(f"Install a g++ no newer than {limit} in the image and point nvcc at it.",
-                         (f"apt-get install -y g++-{limit} && export NVCC_CCBIN=/usr/bin/g++-{limit}",)),)
-        out.append(Finding("compiler.unsupported", Severity.FAIL, "toolkit",
-                           f"nvcc {tk.get('version') or ''} ({nvcc}) rejects host compiler gnu {gcc['major']} "
-                           f"(supports ≤ {limit})".replace("  ", " "),
-                           evidence={"nvcc": nvcc, "host_config": (tk.get("host_config") or {}).get("path"),
-                                     "gcc": gcc.get("realpath"), "gcc_major_from": gcc.get("major_from")},
-                           fixes=fixes, doc="https://docs.nvidia.com/cuda/cuda-installation-guide-linux/index.html#host-compiler-support-policy",
-                           detail="nvcc stops with '#error -- unsupported GNU version! gcc versions later than "
-                                  f"{limit} are not supported!' (crt/host_config.h)."))
-    return out
-
-
 def dependencies_missing(facts, ctx) -> List[Finding]:
     """A shared library an NVIDIA library or extension module needs (DT_NEEDED) that the root's loader would not
     find: loading it fails with "cannot open shared object file". One finding per missing library."""

@@ -226,13 +226,14 @@ class SystemView:
         sep = ";" if self.os == "windows" else ":"
         return [p for p in (self.env.get(var) or "").split(sep) if p]
 
-    def which(self, name: str) -> Optional[str]:
-        """The file a shell of the judged system runs for ``name``: PATH in order; on Windows with PATHEXT's
-        extensions (``.COM;.EXE;.BAT;.CMD`` when unset). A system path, or None."""
+    def which(self, name: str, dirs: Optional[List[str]] = None) -> Optional[str]:
+        """The file a shell of the judged system runs for ``name``: PATH in order (``dirs`` instead when given: a
+        program's own PATH); on Windows with PATHEXT's extensions (``.COM;.EXE;.BAT;.CMD`` when unset). A
+        system path, or None."""
         exts = [""]
         if self.os == "windows" and not ntpath.splitext(name)[1]:
             exts = [e for e in (self.env.get("PATHEXT") or ".COM;.EXE;.BAT;.CMD").split(";") if e]
-        for d in self.path_list("PATH"):
+        for d in self.path_list("PATH") if dirs is None else [d for d in dirs if d]:
             for ext in exts:
                 cand = self.join(d, name + ext)
                 if self.isfile(cand) and (self.os == "windows" or os.access(self.host(cand) or cand, os.X_OK)):
