@@ -83,6 +83,8 @@ def _torch(include_archs: bool, problems=None, cache=None) -> dict:
     return facts
 
 
+#: JAX's CUDA distributions, in the order their kernels are read (the first plugin or PJRT with CUDA code).
+JAX_DISTRIBUTIONS = ("jax-cuda13-plugin", "jax-cuda12-plugin", "jax-cuda13-pjrt", "jax-cuda12-pjrt", "jaxlib")
 #: Bump when what a fatbinary scan returns changes (invalidates cached scans).
 SCAN_FORMAT = 1
 
@@ -120,19 +122,26 @@ def _binary_archs(path: str, cache=None) -> dict:
 def _package_archs(dist_name: str, min_bytes: int = 1 << 20, max_files: int = 16, cache=None) -> dict:
     """Union of SASS/PTX targets over a distribution's CUDA libraries (files of at least ``min_bytes``,
     the largest ``max_files``), read from their fatbinaries without importing the package."""
-    from gpudoctor.formats import fatbin
     from gpudoctor.probes.dists import package_files
 
     owned = package_files(dist_name)
     if owned is None:
         return {"error": f"no installed Python distribution named {dist_name!r}"}
     try:
-        files = [p for p in owned if os.path.getsize(p) >= min_bytes]
+        sized = [(p, p, os.path.getsize(p)) for p in owned]
     except OSError as exc:
         return {"error": str(exc)}
-    files = sorted(files, key=os.path.getsize, reverse=True)[:max_files]
+    return union_archs(dist_name, sized, min_bytes, max_files, cache)
+
+
+def union_archs(dist_name: str, files, min_bytes: int = 1 << 20, max_files: int = 16, cache=None) -> dict:
+    """:func:`_package_archs` over given files: ``files`` is ``[(path shown, path read, size in bytes)]`` (a
+    root's file and where this machine reads it); the result names the shown paths. Raises nothing."""
+    from gpudoctor.formats import fatbin
+
+    files = sorted([f for f in files if f[2] >= min_bytes], key=lambda f: f[2], reverse=True)[:max_files]
     sass, ptx, libs = set(), set(), []
-    for path in files:
+    for shown, path, _ in files:
         try:
             b = scan_targets(path, cache)
         except OSError:
@@ -140,7 +149,7 @@ def _package_archs(dist_name: str, min_bytes: int = 1 << 20, max_files: int = 16
         if b.get("sass") or b.get("ptx"):
             sass.update(b["sass"])
             ptx.update(b["ptx"])
-            libs.append(path)
+            libs.append(shown)
     if not libs:
         return {"error": f"no CUDA code found in {dist_name}'s libraries"}
     return {"path": libs[0], "libraries": libs, "sass": fatbin._sorted_unique(sass), "ptx": fatbin._sorted_unique(ptx)}
@@ -194,8 +203,7 @@ def probe(ctx) -> dict:
             f"{dist} distribution version" if ver else "build_and_package_info.py __version__",
             "build_and_package_info.py cuda_version", version_path=where(dist) if ver else None)
     if _module_dir("jax") or _module_dir("jaxlib"):
-        plugins = [n for n in ("jax-cuda13-plugin", "jax-cuda12-plugin", "jax-cuda13-pjrt", "jax-cuda12-pjrt", "jaxlib")
-                   if _dist_version(n)[1]]
+        plugins = [n for n in JAX_DISTRIBUTIONS if _dist_version(n)[1]]
         raw = {"version": _dist_version("jax")[1], "jaxlib": _dist_version("jaxlib")[1],
                "plugins": {p: _dist_version(p)[1] for p in plugins}, "cuda_majors": None,
                "archs": next((a for a in (_package_archs(p, cache=cache) for p in plugins if "plugin" in p or "pjrt" in p)

@@ -12,6 +12,7 @@ import re
 from typing import Dict, List, Optional
 
 from gpudoctor.probes.libfind import index_for
+from gpudoctor.probes.root_frameworks import with_kernels
 from gpudoctor.probes.root_toolkit import _toolkits, compilers_facts, toolkit_facts
 
 #: Library stems whose copies are listed (the CUDA runtime and the libraries built on it, the driver's).
@@ -74,8 +75,14 @@ def cuda_facts(root_facts: dict) -> dict:
 def frameworks_facts(root_facts: dict) -> dict:
     """The live frameworks probe's shape for what a root's files say (``{"torch": {"version", "cuda", "archs"}}``),
     so the live rules judge them (the arch coverage of ``--target-gpu`` among them)."""
-    return {name: {k: f.get(k) for k in ("version", "cuda", "hip", "archs", "path", "distribution")}
+    return {name: {k: f.get(k) for k in FRAMEWORK_KEYS if k in f or k in ALWAYS}
             for name, f in (root_facts.get("frameworks") or {}).items() if name != "cuda-bindings"}
+
+
+#: The live frameworks probe's keys a root's files give (JAX's and CuPy's CUDA majors from their wheels' names).
+FRAMEWORK_KEYS = ("version", "cuda", "hip", "cudnn", "is_cuda_build", "jaxlib", "plugins", "distributions", "cuda_majors",
+                  "archs", "path", "distribution")
+ALWAYS = ("version", "cuda", "hip", "archs", "path", "distribution")
 
 
 def _scan_cache(ctx):
@@ -225,4 +232,4 @@ def _frameworks(view, site_dirs, cache=None) -> Dict[str, dict]:
                 if cache is not None:
                     entry["archs"] = _torch_archs(view, entry["path"], cache)
             out[names[key]] = entry
-    return out
+    return with_kernels(view, site_dirs, out, cache)

@@ -45,6 +45,8 @@ def run_root_check(view, matrix, driver: Optional[str] = None, targets: Sequence
     from gpudoctor.rules import Facts, RuleContext, cuda, evaluate, frameworks, implausible, libraries, root, toolkit
     from gpudoctor.rules import loader as loader_rules
     from gpudoctor.probes import root as linux_probe
+    from gpudoctor.probes import root_frameworks
+    from gpudoctor.rules import root_libraries
 
     t0 = time.monotonic()
     ctx = ProbeContext(env=view.env, smoke=False, timeout=min(timeout / 3, 10.0), cache=False, view=view)
@@ -55,11 +57,14 @@ def run_root_check(view, matrix, driver: Optional[str] = None, targets: Sequence
         rules = [root.needs_live_system, cuda.driver_vs_runtimes] + _windows_rules()
     else:
         probes = [Probe("root", "root", linux_probe.probe, timeout), Probe("loader", "loader", loader.probe, timeout),
-                  Probe("cudnn", "cudnn", cudnn.probe, timeout), Probe("environment", "environment", environment.probe, timeout)]
+                  Probe("cudnn", "cudnn", cudnn.probe, timeout), Probe("environment", "environment", environment.probe, timeout),
+                  Probe("tensorrt", "tensorrt", root_frameworks.tensorrt_probe, timeout),  # the live shapes, from files
+                  Probe("nccl", "nccl", root_frameworks.nccl_probe, timeout)]
         rules = [root.inventory, root.needs_live_system, root.cuda_majors_mixed, cuda.driver_vs_runtimes, cuda.ptx_too_new,
                  loader_rules.loader_integrity, libraries.cudnn_mismatch, env_rules.ld_library_path, env_rules.cuda_home,
                  frameworks.arch_binary_missing, frameworks.cpu_build, root.dependencies_missing,
-                 toolkit.compiler_unsupported, toolkit.mixed_toolkit, toolkit.inventory, toolkit.arch_unsupported]
+                 toolkit.compiler_unsupported, toolkit.mixed_toolkit, toolkit.inventory, toolkit.arch_unsupported,
+                 root_libraries.nccl_env, frameworks.cuda_mismatch]
     results = run_probes(probes, ctx)
     got = {n: r.facts for n, r in results.items() if r.status == "ok"}
     if "root" in got:
