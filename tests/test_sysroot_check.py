@@ -340,7 +340,8 @@ def test_a_toolkits_nvcc_and_the_roots_default_gcc_beyond_its_bound_are_judged_f
     # nvcc 11.8 does not read NVCC_CCBIN (its binary never names it; its real dry run still runs gcc): still refused
     env.write_text("PATH=/usr/local/cuda-11.8/bin:/usr/bin:/bin\nNVCC_CCBIN=/usr/bin/g++-11\n")
     report = json.loads(_gd("--root", str(root), "--env", str(env), "--json").stdout)
-    assert [f["id"] for f in report["findings"] if f["id"].startswith("compiler.")] == ["compiler.unsupported"]
+    (f,) = [f for f in report["findings"] if f["id"].startswith("compiler.")]
+    assert f["id"] == "compiler.unsupported" and "does not read NVCC_CCBIN" in f["evidence"]["NVCC_CCBIN"]
     dry = subprocess.run([DEBIAN_NVCC, "--dryrun", "-c", "k.cu"], capture_output=True, text=True, timeout=60,
                          env=dict(os.environ, NVCC_CCBIN="/usr/bin/g++-11"), cwd=tmp_path)
     assert "#$ gcc " in dry.stderr  # the ground truth on this machine: NVCC_CCBIN ignored

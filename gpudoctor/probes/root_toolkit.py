@@ -242,7 +242,7 @@ def _live_toolkit(view, path: str, via: str, record: dict, problems: list) -> di
         host_path = os.path.join(host_path, "gcc")
     kind = "clang" if "clang" in os.path.basename(command) else "gnu"
     raw_host = {"command": command, "command_from": command_from, "path": host_path, "kind": kind,
-                "version_in_dryrun": None}
+                "version_in_dryrun": None, "ccbin_from_env": view.env.get("NVCC_CCBIN")}
     version, asked = None, None
     if host_path and kind == "gnu":
         runs, how = _runs(view, host_path, dirs)

@@ -59,11 +59,15 @@ def compiler_unsupported(facts, ctx):
         fixes.append(Fix("Last resort: -allow-unsupported-compiler skips the check; the build may fail or, worse, "
                          "miscompile silently. Use only to try things out.",
                          ("nvcc -allow-unsupported-compiler ...",)))
+        ccbin = host.get("ccbin_from_env")
+        ignored = {"NVCC_CCBIN": f"{ccbin} is set, but this nvcc ran {host.get('command')} (it does not read NVCC_CCBIN)"} \
+            if ccbin and host.get("command") != ccbin else {}
         out.append(Finding(
             "compiler.unsupported", _severity(facts, t), "toolkit",
             f"{_label(t)} rejects host compiler {kind} {seen} (supports ≤ {limit})",
             evidence={"nvcc": t.get("nvcc"), "release": t.get("release"), "host_compiler": host.get("path"),
-                      "host_version_seen_by_nvcc": seen, "limit": f"{kind} ≤ {limit}", "limit_from": hc.get("path")},
+                      "host_version_seen_by_nvcc": seen, "limit": f"{kind} ≤ {limit}", "limit_from": hc.get("path"),
+                      **ignored},
             fixes=tuple(fixes), doc=COMPILER_DOC,
             detail=f"nvcc stops with '#error -- unsupported GNU version! gcc versions later than {limit} are not supported!'"
             if kind == "gnu" else "nvcc stops with '#error -- unsupported clang version!'"))
