@@ -410,6 +410,11 @@ def _gpu_facts(index: int) -> dict:
         "remapped_rows": None,
         "ecc_uncorrected_volatile": None,
     }
+    if sys.platform == "win32":  # WDDM, TCC or MCDM: NVML answers on Windows only
+        models = {0: "WDDM", 1: "TCC", 2: "MCDM"}
+        dm = _q(pynvml.nvmlDeviceGetDriverModel, h)
+        if dm:
+            facts["driver_model_current"], facts["driver_model_pending"] = (models.get(v, f"unknown ({v})") for v in dm)
     from gpudoctor.process.nvml_topology import nvlinks
 
     facts["nvlinks"] = nvlinks(h)

@@ -64,7 +64,7 @@ def _rules() -> List[Callable]:
     return [
         driver.driver_state, driver.driver_mismatch, driver.stub_library,
         cuda.driver_vs_runtimes, cuda.ptx_too_new,
-        devices.visibility, devices.gpu_health,
+        devices.visibility, devices.gpu_health, devices.driver_model,
         multigpu.gpu_missing, multigpu.gpus_differ, multigpu.topology, multigpu.p2p_unavailable, multigpu.nvlink_down,
         multigpu.fabric_manager,
         multigpu.shm_small, multigpu.nccl_env,

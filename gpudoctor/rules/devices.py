@@ -151,3 +151,39 @@ def gpu_health(facts, ctx):
                                           ("nvidia-smi -q -d PCI,ECC,PAGE_RETIREMENT,ROW_REMAPPER",
                                            "sudo nvidia-smi --gpu-reset -i %s  # only when idle" % g.get("index"))),)))
     return out
+
+
+#: NVML's driver models on Windows (nvmlDriverModel_t; https://nvidia.github.io/cuda-python/latest/...
+#: cuda.bindings.nvml.DriverModel): WDDM treats the GPU as a display device, WDM (TCC, deprecated) as a
+#: generic compute device, MCDM as a Microsoft compute device.
+DRIVER_MODEL_DOC = "https://docs.nvidia.com/deploy/nvml-api/group__nvmlDeviceQueries.html"
+
+
+def driver_model(facts, ctx):
+    """Windows: each GPU's driver model (``driver_model_current`` / ``_pending``, NVML's nvmlDeviceGetDriverModel,
+    as ``nvidia-smi -q`` shows them). A pending change "takes effect after the next reboot" (NVML's
+    nvmlDeviceSetDriverModel): until then the GPU runs the current one. TCC is deprecated; MCDM is preferred when
+    no display is attached (NVML's nvmlDeviceGetDriverModel_v2)."""
+    out = []
+    for g in (facts["driver"].get("nvml") or {}).get("gpus") or []:
+        now, later = g.get("driver_model_current"), g.get("driver_model_pending")
+        if not now:
+            continue
+        label = f"GPU {g.get('index')} ({g.get('name') or '?'})"
+        ev = {"driver_model_current": now, "driver_model_pending": later, "source": "NVML nvmlDeviceGetDriverModel"}
+        if later and later != now:
+            out.append(Finding("gpu.driver_model_pending", Severity.WARN, "devices",
+                               f"{label} runs the {now} driver model; {later} takes effect only after a reboot",
+                               evidence=ev, doc=DRIVER_MODEL_DOC,
+                               fixes=(Fix("Restart Windows for the driver model change to take effect.",
+                                          ("shutdown /r /t 0",)),)))
+        elif now == "TCC":
+            out.append(Finding("gpu.driver_model", Severity.INFO, "devices",
+                               f"{label} runs the TCC (WDM) driver model, which NVIDIA deprecates; MCDM is preferred "
+                               "for a GPU without a display", evidence=ev, doc=DRIVER_MODEL_DOC))
+        else:
+            out.append(Finding("gpu.driver_model", Severity.OK, "devices", f"{label} runs the {now} driver model",
+                               evidence=ev, doc=DRIVER_MODEL_DOC,
+                               detail="Under WDDM the GPU is also a display device: Windows' TDR watchdog resets it "
+                                      "when one kernel runs longer than its timeout." if now == "WDDM" else None))
+    return out
