@@ -160,6 +160,25 @@ def test_a_roots_tensorrt_facts_are_the_live_probes_less_what_an_import_says(tmp
     assert "libnvinfer.so.11" in missing and "tensorrt.libs_missing" in {f["id"] for f in live["findings"]}
 
 
+def test_the_lean_runtimes_libraries_loaded_by_their_packages_import_are_no_missing_dependency(tmp_path):
+    """The real lean and dispatch bindings' extension modules need libnvinfer_lean/dispatch.so.11, which no RPATH
+    reaches: their __init__.py imports tensorrt_lean_libs, whose __init__.py ctypes-loads every library of its
+    directory first. The live check imports them (tensorrt.ok); the root names only what the full bindings lack,
+    as the live tensorrt.libs_missing does."""
+    need(all(os.path.isdir(d) for d in TRT), "the TensorRT 11 bindings and lean wheels (.ci/fetch-real-wheels)")
+    from tests.test_sysroot_check import _base_libs
+
+    root, sp = _root(tmp_path, *TRT)
+    _base_libs(root)
+    said, live = _gd("--root", str(root)), _live(TRT)
+    missing = {f["evidence"]["needed"]: f["evidence"]["needed_by"] for f in said["findings"] if f["id"] == "root.dependency_missing"}
+    assert missing == {n: ["/" + SP + "/tensorrt_bindings/tensorrt.so"]
+                       for n in ("libnvinfer.so.11", "libnvinfer_plugin.so.11", "libnvonnxparser.so.11")}
+    live_ok = {f["evidence"]["path"].rsplit("/", 1)[-1] for f in live["findings"] if f["id"] == "tensorrt.ok"}
+    assert live_ok == {"tensorrt_lean_bindings", "tensorrt_dispatch_bindings"}
+    assert [f["evidence"]["module"].rsplit("/", 1)[-1] for f in live["findings"] if f["id"] == "tensorrt.libs_missing"] == ["tensorrt_bindings"]
+
+
 def test_a_libnvinfer_named_by_its_soname_alone_takes_its_installs_nvinferversion_h(tmp_path):
     """FAKE in one respect: the real lean runtime's ELF stands in a libnvinfer.so.10 (no real full libnvinfer is
     fetched: its wheel is over 1 GB); NVIDIA's NvInferVersion.h of TensorRT 10.14.1.48 where Debian's

@@ -12,7 +12,7 @@ import re
 from typing import Dict, List, Optional
 
 from gpudoctor.probes.libfind import index_for
-from gpudoctor.probes.root_frameworks import with_kernels
+from gpudoctor.probes.root_frameworks import python_preloads, with_kernels
 from gpudoctor.probes.root_toolkit import _toolkits, compilers_facts, toolkit_facts
 
 #: Library stems whose copies are listed (the CUDA runtime and the libraries built on it, the driver's).
@@ -135,23 +135,25 @@ MAX_OBJECTS = 400
 def _closure(view, idx, libraries: Dict[str, List[dict]]) -> dict:
     """``{"objects": N, "unresolved": [{"object", "needed", "skipped"}]}``: each DT_NEEDED of every CUDA library
     found and of the NVIDIA packages' Python extension modules, looked up as the root's ld.so would (the
-    object's RPATH/RUNPATH with $ORIGIN, LD_LIBRARY_PATH, the root's ld.so.cache, the default dirs), and the ones
-    it would not find."""
+    object's RPATH/RUNPATH with $ORIGIN, LD_LIBRARY_PATH, the root's ld.so.cache, the default dirs, and for an
+    extension module the libraries its package's import loads first), and the ones it would not find."""
     objects: List[str] = []
     for copies in libraries.values():
         objects += [c["realpath"] for c in copies if c.get("realpath")]
+    modules: List[str] = []
     for sp in idx.site_dirs:
         for pattern in EXTENSION_GLOBS:
-            objects += view.glob(os.path.join(sp, pattern))
+            modules += view.glob(os.path.join(sp, pattern))
     seen, unresolved = set(), []
-    for obj in objects:
+    for obj in objects + modules:
         if obj in seen or len(seen) >= MAX_OBJECTS:
             continue
         seen.add(obj)
         info = idx.file_info(obj)
+        preloaded = python_preloads(view, obj) if obj in modules else {}  # what importing its package loaded
         for needed in info.get("needed") or []:
             trace, skipped = idx.loader_search(needed, loader=obj)
-            if trace is None:
+            if trace is None and needed not in preloaded:
                 unresolved.append({"object": obj, "needed": needed, "skipped": skipped})
     return {"objects": len(seen), "unresolved": unresolved}
 

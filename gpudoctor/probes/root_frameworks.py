@@ -6,6 +6,7 @@ InfiniBand devices, network interfaces, /dev/shm) is left out of the facts, neve
 """
 from __future__ import annotations
 
+import ast
 import csv
 import io
 import os
@@ -191,3 +192,43 @@ def nccl_probe(ctx) -> dict:
            "vars": {k: v for k, v in sorted(view.env.items()) if k.startswith("NCCL_")}, "problems": []}
     return typed.NcclFacts.parse(raw, typed.Origin(None, VIA)).to_dict()
 
+
+
+def python_preloads(view, module: str) -> Dict[str, str]:
+    """``{file name: path}`` of the shared libraries a Python import has loaded before the extension ``module``
+    loads: its package's ``__init__.py`` imports packages of the same site dir (``import tensorrt_lean_libs``)
+    whose own ``__init__.py`` ctypes-loads every library of its directory (NVIDIA's TensorRT libs wheels:
+    ``ctypes.CDLL`` over ``glob.iglob(os.path.join(CURDIR, "*.so*"))``), so the module's DT_NEEDED on them
+    resolve by soname although no RPATH reaches them. Read (AST), never run; {} when nothing says so."""
+    pkg = os.path.dirname(module)
+    sp = os.path.dirname(pkg)
+    tree = _ast(view, os.path.join(pkg, "__init__.py"))
+    if tree is None:
+        return {}
+    imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    imported |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module and not n.level}
+    out: Dict[str, str] = {}
+    for name in sorted(imported - {os.path.basename(pkg)}):
+        d = os.path.join(sp, name)
+        if _loads_its_own_dir(_ast(view, os.path.join(d, "__init__.py"))):
+            out.update({f: os.path.join(d, f) for f in view.listdir(d) if ".so" in f and view.isfile(os.path.join(d, f))})
+    return out
+
+
+def _ast(view, path: str):
+    text = view.read_text(path, 1 << 20)
+    try:
+        return ast.parse(text) if text else None
+    except (SyntaxError, ValueError):
+        return None
+
+
+def _loads_its_own_dir(tree) -> bool:
+    """A module that calls ``CDLL`` on what a glob of ``*.so*`` under its own ``__file__``'s directory lists."""
+    if tree is None:
+        return False
+    calls = {getattr(n.func, "attr", None) or getattr(n.func, "id", None) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    consts = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    return "CDLL" in calls and bool(calls & {"glob", "iglob"}) and "__file__" in names and \
+        any(c.startswith("*") and ".so" in c for c in consts)
