@@ -121,8 +121,8 @@ def test_a_roots_nccl_wheel_has_the_version_ncclgetversion_answers_live_and_its_
 
 def test_a_system_nccl_named_by_its_soname_alone_takes_its_installs_nccl_h(tmp_path):
     """The same real libnccl.so.2 where a distribution's package puts it (/usr/lib/x86_64-linux-gnu), no wheel
-    owning it: its file name says only "2"; the real nccl.h of that install (/usr/include) says 2.32.3 (its
-    NCCL_MAJOR/MINOR/PATCH, as NCCL_VERSION_CODE 23203 and the wheel's version); without the header, "2"."""
+    owning it: its file name says only "2"; the real nccl.h of that install (/usr/include) says the full version
+    (its NCCL_MAJOR/MINOR/PATCH: the wheel's version); without the header, "2"."""
     need(os.path.isfile(NCCL_LIB) and os.path.isfile(NCCL_H), "libnccl.so.2 and nccl.h of nvidia-nccl-cu13 (.ci/fetch-real-wheels)")
     from gpudoctor.formats.nccl_header import parse_nccl_header_version
 
@@ -137,7 +137,6 @@ def test_a_system_nccl_named_by_its_soname_alone_takes_its_installs_nccl_h(tmp_p
     (lib,) = _gd("--root", str(root))["probes"]["nccl"]["facts"]["libraries"]
     with open(NCCL_H, encoding="utf-8") as fh:
         text = fh.read()
-    assert "#define NCCL_VERSION_CODE 23203" in text or parse_nccl_header_version(text) != "2.32.3"
     assert (lib["version"], lib["version_from"]) == (parse_nccl_header_version(text), "/usr/include/nccl.h")
     dist = next(os.path.join(NCCL, d) for d in os.listdir(NCCL) if d.startswith("nvidia_nccl_cu13-"))
     assert lib["version"] == _metadata_version(dist)
@@ -216,3 +215,21 @@ def test_an_implausible_tensorrt_version_in_a_root_is_the_live_implausible_value
     ids = {"probe.implausible_value"}
     live_said = [(i, t.replace("(the tensorrt probe)", "(the root's files)")) for i, t in _said(live, ids, here=str(site))]
     assert _said(said, ids) == live_said != []  # the same file, value and words; who read it differs
+
+
+def test_nccl_h_version_is_its_version_code_and_garbage_is_none():
+    """The real nccl.h: NCCL_MAJOR/MINOR/PATCH say what its NCCL_VERSION_CODE encodes; a header without them,
+    with a non-number or cut short says nothing."""
+    need(os.path.isfile(NCCL_H), "nccl.h of nvidia-nccl-cu13 (.ci/fetch-real-wheels)")
+    import re
+
+    from gpudoctor.formats.nccl_env import nccl_version_from_int
+    from gpudoctor.formats.nccl_header import parse_nccl_header_version
+
+    with open(NCCL_H, encoding="utf-8") as fh:
+        text = fh.read()
+    code = int(re.search(r"#define NCCL_VERSION_CODE (\d+)", text).group(1))
+    assert parse_nccl_header_version(text) == nccl_version_from_int(code)
+    for bad in ("", None, "\x00\xff", text.replace("#define NCCL_PATCH", "#define NCCL_PATCH_X"),
+                re.sub(r"#define NCCL_MINOR \d+", "#define NCCL_MINOR abc", text), text[:text.find("#define NCCL_MINOR")]):
+        assert parse_nccl_header_version(bad) is None
