@@ -136,9 +136,16 @@ def _live_check_inside(root):
                           timeout=180, env=env)
 
 
-def test_an_image_built_from_real_packages_gets_the_findings_of_a_live_check_of_its_files(tmp_path):
+@pytest.fixture
+def root(tmp_path):
+    """Where the root is laid out; removed with its archive afterwards (pytest keeps the last runs' tmp_path)."""
+    yield str(tmp_path / "rootfs")
+    shutil.rmtree(tmp_path / "rootfs", ignore_errors=True)
+    (tmp_path / "image.tar").unlink(missing_ok=True)
+
+
+def test_an_image_built_from_real_packages_gets_the_findings_of_a_live_check_of_its_files(root, tmp_path):
     _parts_or_skip()
-    root = str(tmp_path / "rootfs")
     pkgs.lay_out(root)
     shutil.copytree(CUDNN, root + "/usr/local/lib/python3.11/dist-packages")
     pkgs.add_gpudoctor(root)
