@@ -233,3 +233,20 @@ def test_nccl_h_version_is_its_version_code_and_garbage_is_none():
     for bad in ("", None, "\x00\xff", text.replace("#define NCCL_PATCH", "#define NCCL_PATCH_X"),
                 re.sub(r"#define NCCL_MINOR \d+", "#define NCCL_MINOR abc", text), text[:text.find("#define NCCL_MINOR")]):
         assert parse_nccl_header_version(bad) is None
+
+
+def test_a_plugin_whose_record_is_garbage_or_gone_has_no_kernels_and_the_check_goes_on(tmp_path):
+    """FAKE in one respect: the real jax-cuda13-plugin's RECORD replaced by bytes that are no CSV, then removed.
+    The root's JAX has no kernels read (no arch finding, as the live probe without RECORD), nothing raises."""
+    need(os.path.isdir(os.path.join(JAX, "jax_cuda13_plugin")), "jax and jax-cuda13-plugin in .ci/cache/jax-cuda13")
+    root, sp = _root(tmp_path, JAX)
+    record = next(sp / d for d in os.listdir(sp) if d.startswith("jax_cuda13_plugin-")) / "RECORD"
+    for garbage in (b'\x00\xff"\xfe,' * 5000, None):
+        if garbage is None:
+            record.unlink()
+        else:
+            record.write_bytes(garbage)
+        said = _gd("--root", str(root), "--target-gpu", "H100")
+        assert said["probes"]["root"]["status"] == "ok"
+        assert said["probes"]["root"]["facts"]["frameworks"]["jax"]["archs"] is None
+        assert not [f for f in said["findings"] if f["id"].startswith("arch.") or f["id"] == "gpudoctor.rule_error"]

@@ -21,9 +21,9 @@ from gpudoctor.probes.libfind import index_for
 
 #: Whose values these are, in a rejected value's problem record.
 VIA = "the root's files"
-_RECORD_LIMIT = 8 << 20
+_RECORD_LIMIT = 8 << 20  # a RECORD lists every file of a wheel: jaxlib's is ~1 MB
 #: A library directory and the prefix above it: /usr/lib/x86_64-linux-gnu, /usr/local/cuda/lib64, nvidia/nccl/lib.
-_LIB_DIR = re.compile(r"(.*)/lib(?:32|64)?(?:/[^/]+-linux-gnu[^/]*)?")  # a RECORD lists every file of a wheel: jaxlib's is ~1 MB
+_LIB_DIR = re.compile(r"(.*)/lib(?:32|64)?(?:/[^/]+-linux-gnu[^/]*)?")
 
 
 def dist_infos(view, site_dirs) -> Dict[str, Tuple[str, str, str]]:
@@ -47,7 +47,11 @@ def package_archs(view, dist: Tuple[str, str, str], name: str, cache=None) -> di
     if text is None:
         return {"error": f"{info}/RECORD cannot be read"}
     files = []
-    for row in csv.reader(io.StringIO(text)):
+    try:
+        rows = list(csv.reader(io.StringIO(text)))
+    except csv.Error as exc:  # a RECORD that is no CSV (NUL bytes, a quote left open)
+        return {"error": f"{info}/RECORD: {exc}"}
+    for row in rows:
         base = os.path.basename(row[0]) if row else ""
         if not (base.endswith(_BINARY_SUFFIXES) or ".so." in base):
             continue
