@@ -127,20 +127,41 @@ def driver_missing(facts, ctx) -> List[Finding]:
                            "or 'no CUDA-capable device is detected': nvcuda.dll is the driver's CUDA library.")]
 
 
+def _cuda_of_ptx_isa(matrix, isa: str) -> Optional[str]:
+    """The CUDA release ("12.9") whose nvcc writes PTX of ISA ``isa`` ("8.8"), from the matrix; for an ISA newer
+    than the matrix's releases, the CUDA major ("13") of its ISA major, where the matrix's releases of that ISA
+    major are all of one CUDA major (ISA 9.x: CUDA 13.x); else None."""
+    if matrix is None or not _mm(isa):
+        return None
+    found = matrix.cuda_for_ptx_isa(isa)
+    if found:
+        return found
+    majors = {r.major for r in matrix.cuda_releases() if r.ptx_isa and _mm(r.ptx_isa)[0] == _mm(isa)[0]}
+    return str(majors.pop()) if len(majors) == 1 else None
+
+
 def cudnn_for_another_cuda(facts, ctx) -> List[Finding]:
-    """A cuDNN copied into a toolkit that was built for another CUDA major (its installer folder or imports say)."""
+    """A cuDNN copied into a toolkit that was built for another CUDA major: its installer folder, its imports or
+    the PTX of its DLLs' kernels say which (the CUDA whose cuBLAS and NVRTC it will load)."""
     out = []
+    matrix = getattr(ctx, "matrix", None)
     for c in _w(facts).get("cudnn") or []:
         tk = _mm(c.get("in_toolkit_version"))
         built = c.get("built_for_cuda") or {}
-        said = [x for x in [built.get("from_path")] + list(built.get("from_imports") or []) if x]
+        kernels = [{"dll": k.get("dll"), "ptx_isa": isa, "cuda": _cuda_of_ptx_isa(matrix, isa)}
+                   for k in built.get("from_kernels") or [] for isa in k.get("ptx_isa") or []]
+        said = [x for x in [built.get("from_path")] + list(built.get("from_imports") or [])
+                + [k["cuda"] for k in kernels] if x]
         majors = sorted({_mm(str(x))[0] for x in said if _mm(str(x))})
         if not tk or not majors or tk[0] in majors:
             continue
+        evidence = {"dir": c["dir"], "built_for_cuda": built, "toolkit": c.get("in_toolkit")}
+        if kernels:
+            evidence["kernels"] = kernels  # each DLL whose PTX says it, and the CUDA release that writes that PTX
         out.append(Finding("windows.cudnn_cuda_mismatch", Severity.FAIL, "cudnn",
                            f"cuDNN in {c['dir']} was built for CUDA {'/'.join(map(str, majors))}, copied into the CUDA "
                            f"{c['in_toolkit_version']} toolkit",
-                           evidence={"dir": c["dir"], "built_for_cuda": built, "toolkit": c.get("in_toolkit")},
+                           evidence=evidence,
                            fixes=(Fix(f"Install the cuDNN build for CUDA {tk[0]} (the zip's bin\\{tk[0]}.x folder, or "
                                       f"the cuDNN installer) in its place.",
                                       ("https://developer.nvidia.com/cudnn-downloads",)),),

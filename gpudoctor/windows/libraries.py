@@ -19,9 +19,12 @@ built for, as their Windows packages leave them.
   ``tensorrt-cuNN-libs`` wheels put the DLLs in ``site-packages\\tensorrt_libs`` (``tensorrt_lean_libs``,
   ``tensorrt_dispatch_libs`` for the lean and dispatch runtimes).
 
-Which CUDA a copy was built for is read two ways, both kept: the ``bin\\<major.minor>`` folder it sits in
-(cuDNN 9's installer layout) and the CUDA majors of the CUDA libraries its DLLs import
-(``cublasLt64_12.dll`` -> "12").
+Which CUDA a copy was built for is read three ways, all kept: the ``bin\\<major.minor>`` folder it sits in
+(cuDNN 9's installer layout), the CUDA majors of the CUDA libraries its DLLs import (``cublasLt64_12.dll`` ->
+"12"), and, for a cuDNN copy no installer folder names, the PTX ISA of the kernels its DLLs carry
+(:mod:`gpudoctor.windows.pe_kernels`). Real cuDNN 8 and 9 DLLs import no CUDA library and not zlibwapi.dll
+(read from the win_amd64 wheels' import tables): they name them only as strings they hand to LoadLibrary,
+which is why the kernels are read.
 """
 from __future__ import annotations
 
@@ -109,6 +112,28 @@ def _common(group, toolkits, pe) -> dict:
             "built_for_cuda": {"from_path": _cuda_from_path(group["dir"]), "from_imports": imported}}
 
 
+def _kernel_isas(view, dlls: List[dict], problems: List[dict]) -> List[dict]:
+    """``[{"dll": system path, "ptx_isa": ["8.8"]}]`` for the read DLLs whose fat binaries hold PTX."""
+    from gpudoctor.formats.fatbin import CudaBinaryError
+    from gpudoctor.formats.pe import PeError
+    from gpudoctor.process.problems import record
+    from gpudoctor.windows.pe_kernels import ptx_isas
+
+    out = []
+    for d in dlls:
+        host = view.host(d["path"]) if d.get("read") else None
+        if host is None:
+            continue
+        try:
+            isas = ptx_isas(host)
+        except (PeError, CudaBinaryError) as exc:
+            problems.append(record(d["path"], "unparsable", str(exc).replace(host, d["path"])))
+            continue
+        if isas:
+            out.append({"dll": d["path"], "ptx_isa": isas})
+    return out
+
+
 def cudnn_copies(view, toolkits: List[dict], pythons: List[dict], problems: List[dict], pe) -> List[dict]:
     """Every directory holding ``cudnn*.dll``: the toolkits' ``bin``, cuDNN's installer folders
     (``<Program Files>\\NVIDIA\\CUDNN\\v*\\bin``, ``bin\\*`` and ``bin\\*\\x64``), PATH entries, and pip's
@@ -117,10 +142,14 @@ def cudnn_copies(view, toolkits: List[dict], pythons: List[dict], problems: List
         {"dir", "found_via": ["toolkit C:\\...\\v12.1", "PATH entry 3", "cuDNN installer", "python C:\\..."],
          "dlls": [PeReader.facts], "majors_from_names": ["9"],
          "in_toolkit": toolkit root | None, "in_toolkit_version": "12.1" | None,
-         "built_for_cuda": {"from_path": "12.9" | None, "from_imports": ["12"]},
+         "built_for_cuda": {"from_path": "12.9" | None, "from_imports": ["12"],
+                            "from_kernels": [{"dll": path, "ptx_isa": ["8.8"]}]},
          "header": {"path", "version": "9.1.0" | None} | None,
          "zlibwapi": None | {"needed": "cuDNN 8 on Windows (installation guide)", "found": dll_search.find_dll}}
 
+    ``from_kernels``: where ``from_path`` is None, each read DLL whose ``.nv_fatb`` fat binaries hold PTX, with
+    its PTX ISA versions (:func:`gpudoctor.windows.pe_kernels.ptx_isas`; the rules map them to CUDA releases
+    with the matrix), else []; a DLL whose fat binary is damaged is a problem record (``unparsable``).
     ``header``: the first ``cudnn_version.h`` (else ``cudnn.h``) next to it (:func:`_headers_near`), parsed
     with :func:`gpudoctor.formats.cudnn.parse_cudnn_version_header`; ``version`` None when it has no
     CUDNN_MAJOR/MINOR/PATCHLEVEL (a problem record too). ``zlibwapi``: for a copy whose DLL names say major
@@ -136,6 +165,8 @@ def cudnn_copies(view, toolkits: List[dict], pythons: List[dict], problems: List
     out = []
     for group in groups.values():
         copy = _common(group, toolkits, pe)
+        copy["built_for_cuda"]["from_kernels"] = [] if copy["built_for_cuda"]["from_path"] else \
+            _kernel_isas(view, copy["dlls"], problems)
         copy["header"] = None
         for h in _headers_near(group["dir"], ("cudnn_version.h", "cudnn.h")):
             text = optional_text(view, h, problems)

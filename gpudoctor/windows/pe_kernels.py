@@ -1,0 +1,65 @@
+"""The GPU code a Windows DLL carries: nvcc puts a program's fat binaries in the PE section ``.nv_fatb`` (the
+ELF hosts' ``.nv_fatbin``), and each PTX image in them states the PTX ISA version it was written in, which the
+CUDA release of the nvcc that built it fixes ("8.8": CUDA 12.9; the PTX ISA release history). For a library
+that links its CUDA dependencies by name at run time (cuDNN's ``LoadLibrary`` of ``cublasLt64_12.dll``, no
+import table entry), that is what the file itself says about the CUDA it was built for.
+
+Only headers are read: the section is found with pefile and walked by :mod:`gpudoctor.formats.fatbin`'s
+container walker over a read-only map of the file, payloads skipped by their recorded sizes."""
+from __future__ import annotations
+
+import mmap
+import os
+from typing import List, Tuple
+
+__all__ = ["FATBIN_SECTION", "ptx_isas"]
+
+#: The PE section nvcc writes fat binaries to (``.nv_fatb``, the 8-character cut of ``.nv_fatbin``).
+FATBIN_SECTION = b".nv_fatb"
+
+
+def _section_extent(host_path: str) -> Tuple[int, int]:
+    """``(file offset, size)`` of the ``.nv_fatb`` section's raw data, ``(0, 0)`` without one. Raises
+    :class:`gpudoctor.formats.pe.PeError` for a file pefile rejects or whose section runs past its end."""
+    import pefile
+
+    from gpudoctor.formats.pe import _PEFILE_SLIPS, PeError
+
+    try:
+        pe = pefile.PE(host_path, fast_load=True)
+    except pefile.PEFormatError as exc:
+        raise PeError(f"{host_path}: damaged PE header ({exc.value})") from None
+    except (OSError, MemoryError) as exc:
+        raise PeError(f"{host_path}: cannot read: {exc}") from None
+    except _PEFILE_SLIPS as exc:
+        raise PeError(f"{host_path}: damaged PE header ({type(exc).__name__}: {exc})") from None
+    try:
+        section = next((s for s in pe.sections if s.Name.rstrip(b"\0") == FATBIN_SECTION), None)
+        if section is None or not section.SizeOfRawData:
+            return 0, 0
+        off, size = section.PointerToRawData, section.SizeOfRawData
+    finally:
+        pe.close()
+    if off + size > os.path.getsize(host_path):
+        raise PeError(f"{host_path}: section .nv_fatb ({size} bytes at {off:#x}) runs past the end of the file")
+    return off, size
+
+
+def ptx_isas(host_path: str) -> List[str]:
+    """The PTX ISA versions ("8.8", "9.5") of the PTX images in the ``.nv_fatb`` section of the PE file at
+    ``host_path`` (this machine's path), sorted and unique; [] when it has no such section or no PTX (SASS
+    only). Raises :class:`gpudoctor.formats.pe.PeError` (not a PE file, damaged, cut short) or
+    :class:`gpudoctor.formats.fatbin.CudaBinaryError` (a fat binary in it that is damaged)."""
+    # fatbin.py's container walker over a byte range: its public reader takes ELF files and raw fat binaries
+    from gpudoctor.formats.fatbin import _RELEASED, _walk_fatbins
+
+    off, size = _section_extent(host_path)
+    if not size:
+        return []
+    entries = []
+    with open(host_path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as buf:
+        try:
+            _walk_fatbins(buf, off, off + size, f"{host_path} [.nv_fatb]", entries)
+        finally:
+            _RELEASED.pop(id(buf), None)
+    return sorted({e.ptx_isa for e in entries if e.ptx_isa}, key=lambda v: tuple(int(p) for p in v.split(".")))
