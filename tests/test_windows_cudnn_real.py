@@ -14,7 +14,7 @@ from gpudoctor.formats.pe import read_pe
 from gpudoctor.matrix import load_matrix
 from gpudoctor.rules.windows import _cuda_of_ptx_isa
 from gpudoctor.windows.install import windows_facts
-from gpudoctor.windows.pe_kernels import ptx_isas
+from gpudoctor.windows.pe_kernels import dll_names_in_rdata, ptx_isas
 from tests.conftest import need
 from tests.test_windows_root import CUDA13_INC, CUDART_130, NVCC_130, WIN, Root, _real, _toolkit
 from tests.test_windows_rules import _check
@@ -71,6 +71,8 @@ def test_the_cuda_12_cudnn_copied_into_cuda_13_0_is_a_mismatch_resting_on_its_dl
     assert f["title"] == f"cuDNN in {v130}\\bin was built for CUDA 12, copied into the CUDA 13.0 toolkit"
     assert f["evidence"]["kernels"] == [{"dll": f"{v130}\\bin\\cudnn_cnn64_9.dll", "ptx_isa": "8.8", "cuda": "12.9"}]
     assert f["evidence"]["built_for_cuda"]["from_path"] is None and f["evidence"]["toolkit"] == v130
+    # the small DLLs name no CUDA library for LoadLibrary (cudnn_adv64_9.dll, not fetched, names cublasLt64_12.dll)
+    assert f["evidence"]["built_for_cuda"]["from_load_names"] == [] and "loads" not in f["evidence"]
     assert "windows.cudnn8_zlibwapi_missing" not in ids and "gpudoctor.rule_error" not in ids
 
 
@@ -106,3 +108,36 @@ def test_the_real_cudnn_8_without_zlibwapi_fails_and_with_it_beside_passes(tmp_p
     root.write("C:\\Windows\\System32\\zlibwapi.dll", b"FAKE")
     ids, _code = _check(root, env, tmp_path, "--driver", "580.95.05")
     assert "windows.cudnn8_zlibwapi_missing" not in ids
+
+
+def test_the_dll_names_a_real_dll_hands_to_loadlibrary_are_read_from_its_rdata():
+    """NVRTC 12.9 loads its builtins by name at run time (no import table entry): the name is in its .rdata; a
+    DLL's own name (cudart64_12.dll's) is not one it loads; the small cuDNN DLLs name only cuDNN's own."""
+    nvrtc = os.path.join(WIN, "nvrtc-cu12", "site-packages", "nvidia", "cuda_nvrtc", "bin", "nvrtc64_120_0.dll")
+    cudart = os.path.join(WIN, "cudart-cu12", "site-packages", "nvidia", "cuda_runtime", "bin", "cudart64_12.dll")
+    need(os.path.isfile(nvrtc) and os.path.isfile(cudart), "the real NVRTC 12.9 and cudart 12.4 DLLs (.ci/fetch-real-wheels)")
+    assert "nvrtc-builtins64_129.dll" not in read_pe(nvrtc).imports
+    assert dll_names_in_rdata(nvrtc) == ["nvrtc-builtins64_129.dll"]
+    assert dll_names_in_rdata(cudart) == []
+    cu12 = _cudnn("cudnn-cu12-9", *CUDNN9_DLLS)
+    assert dll_names_in_rdata(os.path.join(cu12, "bin", "cudnn_cnn64_9.dll")) == ["cudnn_graph64_9.dll", "cudnn_ops64_9.dll"]
+
+
+def test_a_cudnn_whose_dll_names_cublaslt_64_12_for_loadlibrary_is_a_mismatch_in_cuda_13(tmp_path):
+    """The real cu13 layout's facts with FAKE_load_names put in: what cudnn_adv64_9.dll of the cu12 wheel (229 MB,
+    not fetched) names in its .rdata. The load names alone make the finding, and are its evidence."""
+    from gpudoctor.rules import Facts, RuleContext
+    from gpudoctor.rules.fixes import OsFlavor
+    from gpudoctor.rules.windows import cudnn_for_another_cuda
+
+    root, env, v130 = _cuda130_with_cudnn(tmp_path, "cudnn-cu13-9")
+    facts = windows_facts(root.view(**env))
+    copy = next(c for c in facts["cudnn"] if c["in_toolkit"] == v130)
+    ctx = RuleContext(load_matrix(), OsFlavor.from_platform({"system": "Windows"}))
+    assert not cudnn_for_another_cuda(Facts({"windows": facts}), ctx)
+    FAKE_load_names = [{"dll": f"{v130}\\bin\\cudnn_adv64_9.dll", "names": ["cublasLt64_12.dll"], "cuda_majors": ["12"]}]
+    copy["built_for_cuda"]["from_kernels"] = []
+    copy["built_for_cuda"]["from_load_names"] = FAKE_load_names
+    [f] = cudnn_for_another_cuda(Facts({"windows": facts}), ctx)
+    assert f.title == f"cuDNN in {v130}\\bin was built for CUDA 12, copied into the CUDA 13.0 toolkit"
+    assert f.evidence["loads"] == FAKE_load_names and "kernels" not in f.evidence

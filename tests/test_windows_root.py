@@ -211,7 +211,7 @@ def test_a_cudnn_copied_into_a_toolkit_and_a_cudnn_8_without_zlibwapi(broken):
     assert nine["header"] == {"path": f"{TK}\\v13.0\\include\\cudnn_version.h", "version": "9.28.0"}
     assert nine["found_via"] == [f"toolkit {TK}\\v13.0", "PATH entry 1"] and nine["zlibwapi"] is None
     # the FAKE DLL says nothing of the CUDA it was built for, and is reported as unparsable, never guessed at
-    assert nine["built_for_cuda"] == {"from_path": None, "from_imports": [], "from_kernels": []}
+    assert nine["built_for_cuda"] == {"from_path": None, "from_imports": [], "from_kernels": [], "from_load_names": []}
     assert not nine["dlls"][0]["read"]
     assert any(p["path"] == f"{TK}\\v13.0\\bin\\cudnn64_9.dll" and p["kind"] == "unparsable"
                for p in facts["problems"])

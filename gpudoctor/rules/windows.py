@@ -141,8 +141,9 @@ def _cuda_of_ptx_isa(matrix, isa: str) -> Optional[str]:
 
 
 def cudnn_for_another_cuda(facts, ctx) -> List[Finding]:
-    """A cuDNN copied into a toolkit that was built for another CUDA major: its installer folder, its imports or
-    the PTX of its DLLs' kernels say which (the CUDA whose cuBLAS and NVRTC it will load)."""
+    """A cuDNN copied into a toolkit that was built for another CUDA major: its installer folder, its imports, the
+    CUDA libraries its DLLs name for LoadLibrary or the PTX of their kernels say which (the CUDA whose cuBLAS
+    and NVRTC it will load)."""
     out = []
     matrix = getattr(ctx, "matrix", None)
     for c in _w(facts).get("cudnn") or []:
@@ -150,12 +151,15 @@ def cudnn_for_another_cuda(facts, ctx) -> List[Finding]:
         built = c.get("built_for_cuda") or {}
         kernels = [{"dll": k.get("dll"), "ptx_isa": isa, "cuda": _cuda_of_ptx_isa(matrix, isa)}
                    for k in built.get("from_kernels") or [] for isa in k.get("ptx_isa") or []]
+        loads = built.get("from_load_names") or []
         said = [x for x in [built.get("from_path")] + list(built.get("from_imports") or [])
-                + [k["cuda"] for k in kernels] if x]
+                + [m for n in loads for m in n.get("cuda_majors") or []] + [k["cuda"] for k in kernels] if x]
         majors = sorted({_mm(str(x))[0] for x in said if _mm(str(x))})
         if not tk or not majors or tk[0] in majors:
             continue
         evidence = {"dir": c["dir"], "built_for_cuda": built, "toolkit": c.get("in_toolkit")}
+        if loads:
+            evidence["loads"] = loads  # the DLL that names the CUDA libraries it will load
         if kernels:
             evidence["kernels"] = kernels  # each DLL whose PTX says it, and the CUDA release that writes that PTX
         out.append(Finding("windows.cudnn_cuda_mismatch", Severity.FAIL, "cudnn",

@@ -21,10 +21,10 @@ built for, as their Windows packages leave them.
 
 Which CUDA a copy was built for is read three ways, all kept: the ``bin\\<major.minor>`` folder it sits in
 (cuDNN 9's installer layout), the CUDA majors of the CUDA libraries its DLLs import (``cublasLt64_12.dll`` ->
-"12"), and, for a cuDNN copy no installer folder names, the PTX ISA of the kernels its DLLs carry
-(:mod:`gpudoctor.windows.pe_kernels`). Real cuDNN 8 and 9 DLLs import no CUDA library and not zlibwapi.dll
-(read from the win_amd64 wheels' import tables): they name them only as strings they hand to LoadLibrary,
-which is why the kernels are read.
+"12"), and, for a cuDNN copy no installer folder names, what its DLLs themselves say
+(:mod:`gpudoctor.windows.pe_kernels`): the CUDA libraries they name for LoadLibrary and the PTX ISA of their
+kernels. Real cuDNN 8 and 9 DLLs import no CUDA library and not zlibwapi.dll (read from the win_amd64 wheels'
+import tables): they hand those names to LoadLibrary at run time (cudnn_adv64_9.dll: ``cublasLt64_12.dll``).
 """
 from __future__ import annotations
 
@@ -134,6 +134,32 @@ def _kernel_isas(view, dlls: List[dict], problems: List[dict]) -> List[dict]:
     return out
 
 
+def _load_names(view, dlls: List[dict], problems: List[dict], pe) -> List[dict]:
+    """``[{"dll", "names", "cuda_majors"}]`` for the first read DLL, smallest ``.rdata`` first, whose ``.rdata``
+    names a CUDA library with a major; [] when none does."""
+    from gpudoctor.formats.pe import PeError
+    from gpudoctor.process.problems import record
+    from gpudoctor.windows.pe_kernels import dll_names_in_rdata, rdata_size
+
+    sized = []
+    for d in dlls:
+        host = view.host(d["path"]) if d.get("read") else None
+        try:
+            sized += [(rdata_size(host), d["path"], host)] if host else []
+        except PeError as exc:
+            problems.append(record(d["path"], "unparsable", str(exc).replace(host, d["path"])))
+    for _size, path, host in sorted(sized):
+        try:
+            names = dll_names_in_rdata(host)
+        except PeError as exc:
+            problems.append(record(path, "unparsable", str(exc).replace(host, path)))
+            continue
+        majors = pe.cuda_majors_imported({"imports": names})
+        if majors:
+            return [{"dll": path, "names": names, "cuda_majors": majors}]
+    return []
+
+
 def cudnn_copies(view, toolkits: List[dict], pythons: List[dict], problems: List[dict], pe) -> List[dict]:
     """Every directory holding ``cudnn*.dll``: the toolkits' ``bin``, cuDNN's installer folders
     (``<Program Files>\\NVIDIA\\CUDNN\\v*\\bin``, ``bin\\*`` and ``bin\\*\\x64``), PATH entries, and pip's
@@ -143,13 +169,17 @@ def cudnn_copies(view, toolkits: List[dict], pythons: List[dict], problems: List
          "dlls": [PeReader.facts], "majors_from_names": ["9"],
          "in_toolkit": toolkit root | None, "in_toolkit_version": "12.1" | None,
          "built_for_cuda": {"from_path": "12.9" | None, "from_imports": ["12"],
-                            "from_kernels": [{"dll": path, "ptx_isa": ["8.8"]}]},
+                            "from_kernels": [{"dll": path, "ptx_isa": ["8.8"]}],
+                            "from_load_names": [{"dll": path, "names": ["cublasLt64_12.dll"], "cuda_majors": ["12"]}]},
          "header": {"path", "version": "9.1.0" | None} | None,
          "zlibwapi": None | {"needed": "cuDNN 8 on Windows (installation guide)", "found": dll_search.find_dll}}
 
     ``from_kernels``: where ``from_path`` is None, each read DLL whose ``.nv_fatb`` fat binaries hold PTX, with
     its PTX ISA versions (:func:`gpudoctor.windows.pe_kernels.ptx_isas`; the rules map them to CUDA releases
-    with the matrix), else []; a DLL whose fat binary is damaged is a problem record (``unparsable``).
+    with the matrix), else []; ``from_load_names``: where ``from_path`` is None, the first read DLL (smallest
+    ``.rdata`` first: a whole cuDNN 9 holds ~130 MB of it) whose ``.rdata`` names a CUDA library with a major
+    (:func:`gpudoctor.windows.pe_kernels.dll_names_in_rdata`), with those names and majors, else []. A DLL
+    whose fat binary or sections are damaged is a problem record (``unparsable``).
     ``header``: the first ``cudnn_version.h`` (else ``cudnn.h``) next to it (:func:`_headers_near`), parsed
     with :func:`gpudoctor.formats.cudnn.parse_cudnn_version_header`; ``version`` None when it has no
     CUDNN_MAJOR/MINOR/PATCHLEVEL (a problem record too). ``zlibwapi``: for a copy whose DLL names say major
@@ -165,8 +195,9 @@ def cudnn_copies(view, toolkits: List[dict], pythons: List[dict], problems: List
     out = []
     for group in groups.values():
         copy = _common(group, toolkits, pe)
-        copy["built_for_cuda"]["from_kernels"] = [] if copy["built_for_cuda"]["from_path"] else \
-            _kernel_isas(view, copy["dlls"], problems)
+        unnamed = not copy["built_for_cuda"]["from_path"]
+        copy["built_for_cuda"]["from_kernels"] = _kernel_isas(view, copy["dlls"], problems) if unnamed else []
+        copy["built_for_cuda"]["from_load_names"] = _load_names(view, copy["dlls"], problems, pe) if unnamed else []
         copy["header"] = None
         for h in _headers_near(group["dir"], ("cudnn_version.h", "cudnn.h")):
             text = optional_text(view, h, problems)
