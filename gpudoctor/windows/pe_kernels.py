@@ -1,11 +1,10 @@
 """What a Windows DLL says about the CUDA it needs besides its import table.
 
-* Its GPU code: nvcc puts a program's fat binaries in the PE section ``.nv_fatb`` (the
-ELF hosts' ``.nv_fatbin``), and each PTX image in them states the PTX ISA version it was written in, which the
-CUDA release of the nvcc that built it fixes ("8.8": CUDA 12.9; the PTX ISA release history). For a library
-that links its CUDA dependencies by name at run time (cuDNN's ``LoadLibrary`` of ``cublasLt64_12.dll``, no
-import table entry), that is what the file itself says about the CUDA it was built for.
-
+* Its GPU code: nvcc puts a program's fat binaries in the PE section ``.nv_fatb`` (the ELF hosts'
+  ``.nv_fatbin``), and each PTX image in them states the PTX ISA version it was written in, which the CUDA
+  release of the nvcc that built it fixes ("8.8": CUDA 12.9; the PTX ISA release history). For a library that
+  links its CUDA dependencies by name at run time (cuDNN's ``LoadLibrary`` of ``cublasLt64_12.dll``, no import
+  table entry), that is what the file itself says about the CUDA it was built for.
   Only headers are read: the section is found with pefile and walked by :mod:`gpudoctor.formats.fatbin`'s
   container walker over a read-only map of the file, payloads skipped by their recorded sizes.
 * The DLL names it hands to ``LoadLibrary``: string constants in its read-only data section ``.rdata``
