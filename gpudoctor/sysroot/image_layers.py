@@ -1,9 +1,12 @@
 """Layers applied to an image root, safe against hostile tars.
 
 Every write goes through directory file descriptors opened component by component with ``O_NOFOLLOW``, so
-nothing is written through a symlink, whoever made it; symlinks are stored with their target resolved
-inside the image root and rewritten as a plain relative path (leading ``..`` only, never more than the
-link's depth), so that following them on the host stays under the root; hard links must name a regular
+the host never follows a symlink on the way. An entry's parent directory is first resolved inside the image
+root as containerd applies a layer (``fs.RootPath``: a link on the way is followed in the root's scope, an
+absolute target is the root's own path, ``..`` stops at the root), so ``lib/x.so`` under a ``lib -> usr/lib``
+link lands in ``usr/lib``; the entry's own name is never followed. Symlinks are stored with their target
+resolved inside the image root and rewritten as a plain relative path (leading ``..`` only, never more than
+the link's depth), so that following them on the host stays under the root; hard links must name a regular
 file this layer wrote; devices and FIFOs are refused; modes lose setuid/setgid/sticky and group/other
 write; ownership is never changed. OCI whiteouts (``.wh.NAME``, ``.wh..wh..opq``) act on lower layers only,
 as the image spec says, whatever their order inside the layer."""
@@ -122,6 +125,7 @@ class RootWriter:
         if m.isreg() and m.size > self.limits.max_file_bytes:
             raise ImageError(f"{where} {show(m.name)} is {m.size} bytes, over the {self.limits.max_file_bytes}"
                              "-byte limit for one file")
+        parts = self._in_root(parts[:-1], m.name) + parts[-1:]
         key = "/".join(parts)
         link_src = self._hardlink_source(m, key) if m.islnk() else None
         if m.islnk() and link_src == key:
@@ -142,6 +146,57 @@ class RootWriter:
             os.close(pfd)
 
     # -- directories and walking ------------------------------------------------------------------------
+    def _in_root(self, parts: List[str], member: str) -> List[str]:
+        """``parts`` (a directory path under the root) with every symlink on the way resolved inside the root,
+        as containerd resolves an entry's parent: the components of real directories, then the missing ones
+        (made later). Every link was stored by :meth:`_symlink_target` (relative, never above the root); an
+        absolute or climbing target is clamped anyway. ImageError after 40 links (a loop)."""
+        out: List[str] = []
+        todo = list(parts)
+        hops = 0
+        fd: Optional[int] = os.dup(self.root_fd)  # the directory ``out`` names; None once one is missing
+        try:
+            while todo:
+                name = todo.pop(0)
+                if name in ("", "."):
+                    continue
+                if name == ".." or fd is None:
+                    if name != "..":
+                        out.append(name)
+                    elif out:
+                        out.pop()
+                    if fd is not None:
+                        os.close(fd)
+                        fd = self._walk(out, create=False, member=member)
+                    continue
+                try:
+                    st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                except FileNotFoundError:
+                    st = None
+                if st is not None and stat.S_ISLNK(st.st_mode):
+                    hops += 1
+                    if hops > 40:
+                        raise ImageError(f"{self._label}: member {show(member)}: more than 40 symlinks on its "
+                                         "path (a loop); refused")
+                    target = os.readlink(name, dir_fd=fd)
+                    out = [] if target.startswith("/") else out
+                    todo = target.split("/") + todo
+                    os.close(fd)
+                    fd = self._walk(out, create=False, member=member)
+                    continue
+                out.append(name)
+                if st is not None and stat.S_ISDIR(st.st_mode):
+                    nfd = os.open(name, _DIR_FLAGS, dir_fd=fd)
+                    os.close(fd)
+                    fd = nfd
+                else:  # missing (made later), or a file where a directory must be (the write's walk refuses it)
+                    os.close(fd)
+                    fd = None
+        finally:
+            if fd is not None:
+                os.close(fd)
+        return out
+
     def _walk(self, parts: List[str], create: bool, member: str) -> Optional[int]:
         """An fd for root/parts, every component a real directory (never a symlink); missing ones are made
         when ``create`` (else None is returned). The caller closes the fd."""
@@ -218,7 +273,8 @@ class RootWriter:
             os.close(fd)
 
     def _hardlink_source(self, m: tarfile.TarInfo, key: str) -> str:
-        target = "/".join(member_parts(m.linkname, f"{self._label}: hard link {show(m.name)}: target"))
+        named = member_parts(m.linkname, f"{self._label}: hard link {show(m.name)}: target")
+        target = "/".join(self._in_root(named[:-1], m.name) + named[-1:])
         if target != key and not self._layer.get(target):
             raise ImageError(f"{self._label}: hard link {show(m.name)} -> {show(m.linkname)} does not name a "
                              "regular file extracted earlier in this layer; refused")
@@ -262,6 +318,7 @@ class RootWriter:
 
     # -- whiteouts ---------------------------------------------------------------------------------------
     def _whiteout(self, parts: List[str], member: str) -> None:
+        parts = self._in_root(parts[:-1], member) + parts[-1:]
         base = parts[-1]
         if base == OPAQUE:
             return self._opaque(parts[:-1], member)
