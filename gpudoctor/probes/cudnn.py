@@ -50,7 +50,8 @@ def _unasked(copy: dict) -> dict:
 
 
 def probe(ctx) -> dict:
-    """``{"libraries": [{path, realpath, origin, version, package, built_for_cuda_major, api: {...}}],
+    """``{"libraries": [{path, realpath, origin, version, package, built_for_cuda_major, api: {...},
+    wheel_libraries_missing: [paths its wheel's RECORD lists that are not on disk] (only when there are)}],
     "headers": [{path, version}], "loader_pick": {soname: path}, "problems": [...]}``; versions validated
     (:class:`~gpudoctor.probes.facts_system.CudnnFacts`)."""
     idx = index_for(ctx)
@@ -60,7 +61,11 @@ def probe(ctx) -> dict:
     for c in copies:
         # Validated where parsed (facts_system.CudnnLibrary): an implausible answer is a problem, never a version.
         m = _WHEEL_CUDA.match(c.package or "")
-        libs.append(CudnnLibrary.parse(c.to_dict() if idx.view.live else _unasked(c.to_dict()), api.get(c.realpath) or {},
+        copy = c.to_dict() if idx.view.live else _unasked(c.to_dict())
+        gone = next((v for (name, _), v in idx.wheel_libs_missing.items() if name == c.package), None)
+        if gone:  # cuDNN 9's libcudnn.so.9 dlopens its sub-libraries on first use: without them it aborts
+            copy["wheel_libraries_missing"] = sorted(gone)
+        libs.append(CudnnLibrary.parse(copy, api.get(c.realpath) or {},
                                        typed.Origin(c.realpath, "the library-version worker", problems),
                                        int(m.group(1)) if m else None))
     headers = []

@@ -125,11 +125,13 @@ class _RealPaths:
         return (self._view.realpath(full) or full) if self._view.islink(full) else full
 
 
-def pip_owned_libs(site_dirs: List[str], problems: Optional[list] = None, view=None) -> Dict[str, Tuple[str, str]]:
+def pip_owned_libs(site_dirs: List[str], problems: Optional[list] = None, view=None,
+                   absent: Optional[Dict[Tuple[str, str], List[str]]] = None) -> Dict[str, Tuple[str, str]]:
     """Map realpath of each shared library shipped by an ``nvidia-*`` (or ``tensorrt*``)
     wheel to (distribution name, version), read from the wheels' RECORD files. A dist-info
     without RECORD or METADATA (an interrupted or hand-copied install) is appended to ``problems``.
-    ``view``: the system read (default: this one)."""
+    ``absent`` (when given) gets, per (name, version), the libraries its RECORD lists that are not on disk
+    (a wheel installed in part, or files deleted since). ``view``: the system read (default: this one)."""
     from gpudoctor.process import problems as P
 
     view = view or _live()
@@ -149,7 +151,10 @@ def pip_owned_libs(site_dirs: List[str], problems: Optional[list] = None, view=N
             for line in (text or "").splitlines():
                 rel = line.split(",", 1)[0]
                 if ".so" in rel or rel.endswith(".dll"):
-                    owned[realpath(os.path.join(sp, rel))] = (name, version)
+                    path = os.path.join(sp, rel)
+                    owned[realpath(path)] = (name, version)
+                    if absent is not None and not view.exists(path):
+                        absent.setdefault((name, version), []).append(path)
     return owned
 
 
@@ -175,7 +180,9 @@ class LibraryIndex:
         else:
             self.cache = root_ld_cache(self.view, self.problems)
             self.site_dirs = root_site_dirs(self.view)
-        self.pip_owned = pip_owned_libs(self.site_dirs, self.problems, self.view)
+        #: (distribution, version) -> the libraries its RECORD lists that are not on disk.
+        self.wheel_libs_missing: Dict[Tuple[str, str], List[str]] = {}
+        self.pip_owned = pip_owned_libs(self.site_dirs, self.problems, self.view, self.wheel_libs_missing)
         self.dirs = self._search_dirs()
         self._files: Dict[str, dict] = {}  # path -> elf_check.check_file (one header read per file per run)
         self._dirs_listed: Dict[str, List[str]] = {}

@@ -83,7 +83,22 @@ def cudnn_mismatch(facts, ctx):
     for lib in libs:
         err = (lib.get("api") or {}).get("load_error")
         env_cause = verified_cause((lib.get("api") or {}).get("differential"), facts)
-        if err and env_cause:  # cuDNN is fine: something in this shell's environment breaks its load
+        gone = lib.get("wheel_libraries_missing") or []
+        if gone:  # the files say why (its wheel is incomplete), whether or not it was asked: live and root alike
+            names = [p.rsplit("/", 1)[-1] for p in gone]
+            shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+            out.append(Finding(
+                "cudnn.broken", Severity.FAIL, "cudnn",
+                f"cuDNN at {lib['realpath']} is incomplete: {shown}, installed by its wheel {lib.get('package')}, "
+                "are missing",
+                evidence={"library": lib["realpath"], "package": lib.get("package"), "missing": gone,
+                          "listed_in": "the wheel's RECORD", **({"error": err} if err else {})},
+                fixes=(Fix("Reinstall the wheel completely (its RECORD lists these files).",
+                           (f"python -m pip install --force-reinstall --no-deps {lib['package']}",)),),
+                detail="cuDNN 9's libcudnn.so.9 is a dispatcher that loads libcudnn_graph.so.9 and others on first use; "
+                       "with them missing it prints 'Invalid handle. Cannot load symbol ...' and aborts the process.",
+                doc=CUDNN_DOC))
+        elif err and env_cause:  # cuDNN is fine: something in this shell's environment breaks its load
             out.append(Finding(
                 "cudnn.broken", Severity.FAIL, "cudnn",
                 f"cuDNN {lib.get('version') or ''} at {lib['realpath']} {env_cause}: {err}".replace("  ", " "),
