@@ -379,3 +379,19 @@ def test_a_cpu_only_torch_in_an_image_for_a_gpu_host_is_the_live_checks_cpu_buil
     assert f["title"].startswith("torch 2.") and f["title"].endswith("+cpu is a CPU-only build, but an NVIDIA driver is installed")
     assert not [f for f in json.loads(_gd("--root", str(root), "--json").stdout)["findings"]
                 if f["id"] == "framework.cpu_build"]  # no driver given: nothing says the image is for a GPU host
+
+
+@needs_parts
+def test_wheels_on_pythonpath_are_found_in_a_root_and_live(tmp_path):
+    """``pip install --target /opt/pylibs`` plus PYTHONPATH=/opt/pylibs: Python imports the real cuDNN wheel from
+    there, so the root check (the image's PYTHONPATH) and the live check (this process's) both find it."""
+    root, env, _ = _root(tmp_path)
+    shutil.move(str(root / "usr/local/lib/python3.10/dist-packages"), str(root / "opt" / "pylibs"))
+    env.write_text(env.read_text() + "PYTHONPATH=/opt/pylibs\n")
+    report = json.loads(_gd("--root", str(root), "--env", str(env), "--json").stdout)
+    assert [lib["path"] for lib in report["probes"]["cudnn"]["facts"]["libraries"]] == \
+        ["/opt/pylibs/nvidia/cudnn/lib/libcudnn.so.9"]
+    live_env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.getcwd(), str(root / "opt" / "pylibs")]))
+    live = json.loads(_gd("--no-gpu", "--no-smoke", "--json", env=live_env).stdout)
+    assert str(root / "opt/pylibs/nvidia/cudnn/lib/libcudnn.so.9") in \
+        [lib["path"] for lib in live["probes"]["cudnn"]["facts"]["libraries"]]

@@ -57,7 +57,9 @@ class LibCopy:
         return {k: v for k, v in self.__dict__.items()}
 
 
-def site_packages_dirs() -> List[str]:
+def site_packages_dirs(env: Optional[Mapping[str, str]] = None) -> List[str]:
+    """Where this Python imports distributions from: its site-packages, the user's, every ``*-packages`` entry
+    of sys.path, and the PYTHONPATH entries of ``env`` (``pip install --target DIR`` puts wheels there)."""
     dirs = []
     try:
         dirs.extend(site.getsitepackages())
@@ -68,6 +70,7 @@ def site_packages_dirs() -> List[str]:
     except AttributeError:
         pass
     dirs.extend(p for p in sys.path if p.endswith(("site-packages", "dist-packages")))
+    dirs.extend(p for p in ((env or {}).get("PYTHONPATH") or "").split(os.pathsep) if p)
     seen, out = set(), []
     for d in dirs:
         if d not in seen and os.path.isdir(d):
@@ -176,7 +179,7 @@ class LibraryIndex:
         self.ld_library_path = [d for d in env.get("LD_LIBRARY_PATH", "").split(":") if d]
         if self.view.live:
             self.cache = ldconfig_cache(timeout, env, self.problems)
-            self.site_dirs = site_packages_dirs()
+            self.site_dirs = site_packages_dirs(env)
         else:
             self.cache = root_ld_cache(self.view, self.problems)
             self.site_dirs = root_site_dirs(self.view)
@@ -385,8 +388,8 @@ ROOT_SITE_GLOBS = ("/usr/lib/python3*/dist-packages", "/usr/local/lib/python3*/d
 
 def root_site_dirs(view) -> List[str]:
     """The site-packages directories of a root's Pythons (:data:`ROOT_SITE_GLOBS`, VIRTUAL_ENV and CONDA_PREFIX
-    of its environment), as its paths."""
-    out: List[str] = []
+    of its environment) and its PYTHONPATH entries, as its paths."""
+    out: List[str] = list(view.path_list("PYTHONPATH"))
     for prefix in (view.env.get("VIRTUAL_ENV"), view.env.get("CONDA_PREFIX")):
         if prefix:
             out += view.glob(os.path.join(prefix, "lib", "python3*", "site-packages"))

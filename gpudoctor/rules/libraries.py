@@ -159,8 +159,11 @@ def cudnn_mismatch(facts, ctx):
                                    evidence={"header": h["path"], "library": l["realpath"]},
                                    fixes=(Fix("Install the dev package of the same cuDNN version as the library.", ()),)))
     if not out:
-        out.append(Finding("cudnn.ok", Severity.OK, "cudnn",
-                           f"cuDNN {', '.join(versions)} consistent with CUDA {', '.join(map(str, sorted(majors))) or '?'}",
+        built = sorted({l["built_for_cuda_major"] for l in libs if l.get("built_for_cuda_major")})
+        with_cuda = f"consistent with CUDA {', '.join(map(str, sorted(majors)))}" if majors else \
+            (f"built for CUDA {', '.join(map(str, built))}; no CUDA runtime here to compare it with" if built
+             else "(no CUDA runtime here to compare it with)")
+        out.append(Finding("cudnn.ok", Severity.OK, "cudnn", f"cuDNN {', '.join(versions)} {with_cuda}",
                            evidence={l["realpath"]: l.get("api_version") or l.get("version") for l in libs}))
     return out
 
