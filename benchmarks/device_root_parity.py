@@ -3,6 +3,7 @@ environment and the live driver's version): prints each finding both can judge, 
 one side said (live-only ones need the GPU host; root-only ones say what a root holds). Exit 1 on a difference."""
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -28,7 +29,8 @@ if sys.prefix != sys.base_prefix:  # a venv's python run by path: its site-packa
 with tempfile.NamedTemporaryFile("w", suffix=".env", delete=False) as fh:
     fh.write("".join(f"{k}={v}\n" for k, v in env.items() if "\n" not in v))
 root = run("--root", "/", "--env", fh.name, *(["--driver", drv] if drv else []), *sys.argv[1:])
-said_live = {(f["id"], f["title"].replace(STRIP, "")) for f in live["findings"] if not f["id"].startswith(LIVE_ONLY)}
+said_live = {(f["id"], f["title"].replace(STRIP, "")) for f in live["findings"] if not f["id"].startswith(LIVE_ONLY)
+             and not re.search(r"\bGPU \d+ \(", f["title"])}  # the GPUs present: a root knows only --target-gpu
 said_root = {(f["id"], f["title"]) for f in root["findings"] if not f["id"].startswith(ROOT_ONLY)}
 print(f"driver {drv}; live --no-gpu: {len(live['findings'])} findings; --root /: {len(root['findings'])} findings")
 for fid, title in sorted(said_live & said_root):

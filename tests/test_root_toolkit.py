@@ -60,6 +60,15 @@ def test_no_or_several_gcc_version_strings_say_nothing():
     assert gcc_version_in_binary(two[:30]) == {"version": "12.2.0", "pkgversion": "Debian 12.2.0-14"}
 
 
+def test_a_gcc_whose_linker_put_the_two_strings_apart_is_read_by_the_version_its_package_string_holds():
+    # synthetic bytes (named as such): the shape of a driver binary whose version_string and
+    # pkgversion_string are not adjacent; a bare "(GCC) " build says nothing it could be tied to
+    apart = b"\x00(Ubuntu 13.3.0-6ubuntu2~24.04) \x00other\x001.2.3\x0013.3.0\x00"
+    assert gcc_version_in_binary(apart) == {"version": "13.3.0", "pkgversion": "Ubuntu 13.3.0-6ubuntu2~24.04"}
+    assert gcc_version_in_binary(b"\x00(GCC) \x00x\x0013.3.0\x00") is None
+    assert gcc_version_in_binary(b"\x00(Ubuntu 13.3.0-6ubuntu2) \x0013.3.0\x0013.3.01\x00")["version"] == "13.3.0"
+
+
 def test_a_version_files_release_is_what_nvcc_would_say():
     assert _release(None, "12.6.20241114") == "12.6"
     assert _release(None, "13.0.1") == "13.0"

@@ -57,19 +57,30 @@ def parse_clang_version(text) -> Optional[str]:
 
 
 _GCC_STRINGS = re.compile(rb"\x00(\d{1,2}\.\d{1,3}\.\d{1,3})\x00+(\([^()\x00]{1,120}\) )\x00")
+_VERSION_STRING = re.compile(rb"(?<=\x00)(\d{1,2}\.\d{1,3}\.\d{1,3})(?=\x00)")
+_PKG_STRING = re.compile(rb"(?<=\x00)\(([^()\x00]{1,120})\) (?=\x00)")
 
 
 def gcc_version_in_binary(data: bytes) -> Optional[dict]:
     """What ``gcc --version`` would print, read from the gcc (or g++) driver binary itself: GCC's
-    ``version_string`` ("12.2.0") and ``pkgversion_string`` ("(Debian 12.2.0-14+deb12u1) ") are adjacent
-    constants of gcc/version.c, printed as ``gcc (Debian 12.2.0-14+deb12u1) 12.2.0``.
+    ``version_string`` ("12.2.0") and ``pkgversion_string`` ("(Debian 12.2.0-14+deb12u1) "), constants of
+    gcc/version.c printed as ``gcc (Debian 12.2.0-14+deb12u1) 12.2.0``. Found as the two strings side by side,
+    else as the one NUL-terminated version string that the one package-version string contains (the linker
+    may place them apart).
 
-    Returns ``{"version": "12.2.0", "pkgversion": "Debian 12.2.0-14+deb12u1"}`` when exactly one such pair is in
-    ``data`` (several, or none, is None: a binary that is not a gcc driver, or one built another way).
-    Never raises."""
-    found = {(m.group(1).decode(), m.group(2).decode("utf-8", "replace")[1:-2])
-             for m in _GCC_STRINGS.finditer(data or b"")}
-    if len(found) != 1:
+    Returns ``{"version": "12.2.0", "pkgversion": "Debian 12.2.0-14+deb12u1"}``, or None when no single pair
+    is there (a binary that is not a gcc driver, or one built another way). Never raises."""
+    data = data or b""
+    found = {(m.group(1).decode(), m.group(2).decode("utf-8", "replace")[1:-2]) for m in _GCC_STRINGS.finditer(data)}
+    if len(found) == 1:
+        version, pkg = found.pop()
+        return {"version": version, "pkgversion": pkg}
+    if found:
         return None
-    version, pkg = found.pop()
+    pkgs = {m.group(1).decode("utf-8", "replace") for m in _PKG_STRING.finditer(data)}
+    versions = {m.group(1).decode() for m in _VERSION_STRING.finditer(data)}
+    pairs = {(v, p) for v in versions for p in pkgs if re.search(rf"(?<![\d.]){re.escape(v)}(?![\d])", p)}
+    if len(pairs) != 1:
+        return None
+    version, pkg = pairs.pop()
     return {"version": version, "pkgversion": pkg}
