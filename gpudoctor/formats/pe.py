@@ -68,6 +68,19 @@ class PeInfo:
     delay_imports: Tuple[str, ...]
 
 
+
+def load_pe(path: str):
+    """``pefile.PE(path, fast_load=True)`` (headers and sections only; the caller closes it). Raises
+    :class:`PeError` with one line for a file pefile rejects or cannot read."""
+    try:
+        return pefile.PE(path, fast_load=True)
+    except pefile.PEFormatError as exc:
+        raise PeError(f"{path}: damaged PE header ({_one_line(exc.value)})") from None
+    except (OSError, MemoryError) as exc:
+        raise PeError(f"{path}: cannot read: {exc}") from None
+    except _PEFILE_SLIPS as exc:
+        raise PeError(f"{path}: damaged PE header ({type(exc).__name__}: {_one_line(exc)})") from None
+
 def read_pe(path: str, max_bytes: int = 512 << 20) -> PeInfo:
     """Read the PE file at ``path`` (symlinks followed) without loading or running it.
 
@@ -91,14 +104,7 @@ def read_pe(path: str, max_bytes: int = 512 << 20) -> PeInfo:
     except OSError as exc:
         raise PeError(f"{path}: cannot read: {exc.strerror or exc}") from None
     _check_head(path, head, size)
-    try:
-        pe = pefile.PE(path, fast_load=True)
-    except pefile.PEFormatError as exc:
-        raise PeError(f"{path}: damaged PE header ({_one_line(exc.value)})") from None
-    except (OSError, MemoryError) as exc:
-        raise PeError(f"{path}: cannot read: {exc}") from None
-    except _PEFILE_SLIPS as exc:
-        raise PeError(f"{path}: damaged PE header ({type(exc).__name__}: {_one_line(exc)})") from None
+    pe = load_pe(path)
     try:
         _check_extent(path, pe, size)
         try:

@@ -34,18 +34,9 @@ _WIDE_NAME = re.compile(rb"(?:[A-Za-z]\x00)(?:[A-Za-z0-9_\-]\x00){0,40}(?:3\x002
 def _section_extent(host_path: str, section_name: bytes = FATBIN_SECTION) -> Tuple[int, int]:
     """``(file offset, size)`` of a section's raw data (``.nv_fatb`` unless named), ``(0, 0)`` without one. Raises
     :class:`gpudoctor.formats.pe.PeError` for a file pefile rejects or whose section runs past its end."""
-    import pefile
+    from gpudoctor.formats.pe import PeError, load_pe
 
-    from gpudoctor.formats.pe import _PEFILE_SLIPS, PeError
-
-    try:
-        pe = pefile.PE(host_path, fast_load=True)
-    except pefile.PEFormatError as exc:
-        raise PeError(f"{host_path}: damaged PE header ({exc.value})") from None
-    except (OSError, MemoryError) as exc:
-        raise PeError(f"{host_path}: cannot read: {exc}") from None
-    except _PEFILE_SLIPS as exc:
-        raise PeError(f"{host_path}: damaged PE header ({type(exc).__name__}: {exc})") from None
+    pe = load_pe(host_path)
     try:
         section = next((s for s in pe.sections if s.Name.rstrip(b"\0") == section_name), None)
         if section is None or not section.SizeOfRawData:
