@@ -33,14 +33,34 @@ def add_arguments(p) -> None:
     p.add_argument("--from-check", nargs="?", const="-", metavar="REPORT",
                    help="plan the fix for what `gpudoctor check` finds (a saved --json report, or run it now)")
     p.add_argument("--matrix", metavar="DIR", help="use the compatibility matrix in DIR")
+    p.add_argument("--offline", action="store_true",
+                   help="do not ask package indexes whether they serve what the plan names (answers cached "
+                        "within the hour are still used); the plan says so")
+    p.add_argument("--index-timeout", metavar="SECONDS", type=_seconds, default=5.0,
+                   help="network time for all package-index checks together (default 5); past it, the "
+                        "remaining requirements are marked unverified")
 
 
-def plan_to_dict(plan: "Plan") -> Dict[str, Any]:
-    """The plan's choices as plain JSON data."""
+def _seconds(text: str) -> float:
+    import argparse
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not (math.isfinite(value) and 0 < value <= 600):
+        raise argparse.ArgumentTypeError(f"{text!r}: give a number of seconds above 0 and at most 600")
+    return value
+
+
+def plan_to_dict(plan: "Plan", verification=None) -> Dict[str, Any]:
+    """The plan's choices as plain JSON data; ``verification`` (a :class:`~gpudoctor.install.verify.Verification`)
+    adds the ``verification`` key: what each requirement's index serves."""
     from gpudoctor.install.steps import pip_requirements
 
     t = plan.target
-    return {
+    out = {
         "os": t.os.os,
         "gpu": {"name": t.gpu.name, "compute_capability": t.gpu.cc, "sm": t.gpu.sm} if t.gpu else None,
         "driver": {"installed": t.driver, "action": t.driver_action, "min_required": plan.driver_min,
@@ -55,6 +75,9 @@ def plan_to_dict(plan: "Plan") -> Dict[str, Any]:
         "pip": [{"requirement": r, "index_url": i} for r, i in pip_requirements(plan)],
         "notes": list(plan.notes),
     }
+    if verification is not None:
+        out["verification"] = verification.to_dict()
+    return out
 
 
 def _load_report(path: str) -> Dict[str, Any]:
@@ -96,6 +119,7 @@ def _check_pins(report: Optional[Dict[str, Any]], args) -> List[str]:
 def run(args) -> int:
     from gpudoctor.install.formats import FormatError, render
     from gpudoctor.install.solver import Pins, PlanError, parse_pin, solve
+    from gpudoctor.install.verify import IndexSession, verify_plan
     from gpudoctor.install.target import detect_facts, target_from
     from gpudoctor.matrix import MatrixError, load_matrix
 
@@ -117,11 +141,15 @@ def run(args) -> int:
         pins = Pins(cuda=parse_pin(args.cuda, "cuda"), cudnn=parse_pin(args.cudnn, "cudnn"),
                     tensorrt=parse_pin(args.tensorrt, "tensorrt", allow_latest=True),
                     torch=parse_pin(args.torch, "torch", allow_latest=True), pip_only=args.pip_only)
-        plan = solve(m, target, pins)
+        session = IndexSession(offline=getattr(args, "offline", False),
+                               timeout=getattr(args, "index_timeout", 5.0))
+        plan = solve(m, target, pins, served=session.oracle)
         if fixing:
             plan = _with_note(plan, "planned from `gpudoctor check`, which reported: " + ", ".join(fixing))
         fmt = args.format or ("ps1" if target.os.os == "windows" else "sh")
-        text = json.dumps(plan_to_dict(plan), indent=2) if args.json else render(plan, fmt)
+        verification = verify_plan(plan, session=session)
+        text = json.dumps(plan_to_dict(plan, verification), indent=2) if args.json else \
+            render(plan, fmt, verification)
     except (PlanError, FormatError) as exc:
         print(f"gpudoctor: error: {exc}", file=sys.stderr)
         return 2

@@ -16,8 +16,9 @@ with the reasons the pinned versions cannot work together. The constraints
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple
 
 from packaging.version import Version
 
@@ -26,7 +27,11 @@ from gpudoctor.matrix import (
     CudaRelease, CudnnRelease, Matrix, OsInfo, TensorrtRelease, TorchBuild, TorchRelease, covers_cuda, sm_of,
 )
 
-__all__ = ["GpuTarget", "Pins", "Plan", "PlanError", "Target", "solve", "parse_pin"]
+__all__ = ["GpuTarget", "Pins", "Plan", "PlanError", "Target", "solve", "parse_pin", "Served"]
+
+#: Availability oracle: (pip requirement, index URL or None for pip's own) -> None when the index serves it
+#: (or cannot be asked now), else one line saying why not. The solver never asks an index itself.
+Served = Callable[[str, Optional[str]], Optional[str]]
 
 
 class PlanError(ValueError):
@@ -308,8 +313,22 @@ def _torch_candidates(m: Matrix, pin: Optional[str], cuda: CudaRelease) -> List[
     return out
 
 
+def _unserved(plan: Plan, served: Optional[Served]) -> Optional[str]:
+    """Why one of the plan's pip requirements is not served by its index (None: all are, or unknown)."""
+    if served is None:
+        return None
+    from gpudoctor.install.steps import pip_requirements  # steps builds on Plan: imported late
+
+    for req, index in pip_requirements(plan):
+        reason = served(req, index)
+        if reason:
+            return reason
+    return None
+
+
 def _try_cuda(m: Matrix, target: Target, pins: Pins, cuda: CudaRelease, allow_mvc: bool,
-              why_cuda: List[str], why: List[str]) -> Optional[Plan]:
+              why_cuda: List[str], why: List[str], served: Optional[Served] = None,
+              unserved: Optional[List[str]] = None) -> Optional[Plan]:
     """The best plan built on ``cuda``; rejections go to ``why_cuda`` (CUDA itself) or ``why`` (the other parts)."""
     where = cuda_as_wheels(m, cuda) if pins.pip_only else cuda_on_os(target.os, cuda)
     for reason in (where, cuda_for_gpu(m, target.gpu, cuda),
@@ -358,8 +377,14 @@ def _try_cuda(m: Matrix, target: Target, pins: Pins, cuda: CudaRelease, allow_mv
                             why.append(reason)
                         else:
                             trts.append(t)
-            if trts:
-                return _plan(m, target, cuda, cudnn, _confirmed_first(trts)[0], tr, b, pins.pip_only)
+            for trt in _confirmed_first(trts):
+                plan = _plan(m, target, cuda, cudnn, trt, tr, b, pins.pip_only)
+                reason = _unserved(plan, served)
+                if reason is None:
+                    skipped = [f"skipped: {r}" for r in dict.fromkeys(unserved or ())]
+                    return dataclasses.replace(plan, notes=plan.notes + tuple(skipped[:3]))
+                if unserved is not None:
+                    unserved.append(reason)
     return None
 
 
@@ -412,11 +437,14 @@ _LATEST = (("tensorrt", "TensorRT", "tensorrt_releases", "tensorrt"), ("torch", 
            ("cudnn", "cuDNN", "cudnn_releases", "cudnn"))
 
 
-def solve(m: Matrix, target: Target, pins: Pins = Pins()) -> Plan:
+def solve(m: Matrix, target: Target, pins: Pins = Pins(), served: Optional[Served] = None) -> Plan:
     """The newest consistent stack for ``target`` under ``pins``; ``latest`` for TensorRT, torch or cuDNN
     means the newest release of that component that fits (a newer CUDA is given up for it), and the
-    plan says which newer releases were passed over and why."""
-    import dataclasses
+    plan says which newer releases were passed over and why.
+
+    ``served`` (see :data:`Served`) makes "fits" include "its pip requirements are served by their index":
+    an unserved release is passed over for the next older one (the plan says so); when only unserved
+    releases match a pin, :class:`PlanError` names the requirement and the versions that are served."""
 
     for part, label, rows_of, key in _LATEST:
         if getattr(pins, part) != "latest":
@@ -425,7 +453,7 @@ def solve(m: Matrix, target: Target, pins: Pins = Pins()) -> Plan:
         for rec in reversed(getattr(m, rows_of)()):
             version = getattr(rec, key)
             try:  # the pin stands for "latest": minor-version compatibility stays as unpinned
-                plan = _solve_latest(m, target, dataclasses.replace(pins, **{part: version}), pins)
+                plan = _solve_latest(m, target, dataclasses.replace(pins, **{part: version}), pins, served)
             except PlanError as exc:
                 passed_over.append(f"{label} {version} (newer) does not fit: "
                                    f"{exc.reasons[0] if exc.reasons else exc.summary}")
@@ -434,18 +462,19 @@ def solve(m: Matrix, target: Target, pins: Pins = Pins()) -> Plan:
                                                if len(passed_over) > 3 else ())
             return dataclasses.replace(plan, notes=plan.notes + notes)
         raise PlanError(f"no {label} release in the matrix fits", passed_over[:8])
-    return _solve(m, target, pins)
+    return _solve(m, target, pins, served=served)
 
 
-def _solve_latest(m: Matrix, target: Target, pins: Pins, asked: Pins) -> Plan:
+def _solve_latest(m: Matrix, target: Target, pins: Pins, asked: Pins, served: Optional[Served] = None) -> Plan:
     """``solve`` with one "latest" resolved to a version; the other "latest" pins still resolve."""
     for part, *_ in _LATEST:
         if getattr(pins, part) == "latest":
-            return solve(m, target, pins)  # resolves the next one; asked-ness of the first is kept below
-    return _solve(m, target, pins, asked=asked)
+            return solve(m, target, pins, served)  # resolves the next one; asked-ness of the first is kept below
+    return _solve(m, target, pins, asked=asked, served=served)
 
 
-def _solve(m: Matrix, target: Target, pins: Pins = Pins(), asked: Optional[Pins] = None) -> Plan:
+def _solve(m: Matrix, target: Target, pins: Pins = Pins(), asked: Optional[Pins] = None,
+           served: Optional[Served] = None) -> Plan:
     """The newest consistent stack for ``target`` under ``pins`` (no ``latest`` pins left).
 
     Raises :class:`PlanError` naming the conflicts when nothing fits: an unknown
@@ -465,16 +494,17 @@ def _solve(m: Matrix, target: Target, pins: Pins = Pins(), asked: Optional[Pins]
     candidates = [c for c in reversed(m.cuda_releases()) if _matches(pins.cuda, c.cuda)]
     why_cuda: List[str] = []
     why: List[str] = []
+    unserved: List[str] = []
     # Natively supported stacks first; minor-version compatibility only when the user pinned CUDA or torch.
     asked = asked or pins
     passes = (False, True) if (asked.cuda or asked.torch not in (None, "none", "latest")) else (False,)
     for allow_mvc in passes:
         for cuda in candidates:
-            plan = _try_cuda(m, target, pins, cuda, allow_mvc, why_cuda, why)
+            plan = _try_cuda(m, target, pins, cuda, allow_mvc, why_cuda, why, served, unserved)
             if plan is not None:
                 return plan
     # When some CUDA fitted OS, GPU and driver, the conflict is among the other parts: say those.
-    why = why or why_cuda
+    why = list(dict.fromkeys(unserved)) + (why or why_cuda)  # a fitting stack whose wheels are not served: say that first
     asked = ", ".join(f"{k} {v}" for k, v in vars(pins).items() if v not in (None, "none", False, True))
     gpu = f" on {target.gpu.name} ({target.gpu.sm})" if target.gpu else ""
     drv = f" with driver {target.driver}" if target.driver and target.driver_action == "keep" else ""
