@@ -21,7 +21,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from gpudoctor.install.index_types import IndexAnswer
 
 __all__ = ["Check", "Verification", "IndexSession", "verify_plan", "verify_requirements", "default_checkers",
-           "os_packages", "index_label"]
+           "index_label"]
 
 #: checker(name, index, *, offline, timeout) -> IndexAnswer; ``index`` is the pip index URL (None: pip's own)
 #: or, for apt/dnf, the plan's OS id (the checker knows that OS's repositories).
@@ -77,49 +77,50 @@ class Verification:
                 "checks": [c.to_dict() for c in self.checks]}
 
     def summary_lines(self) -> List[str]:
-        """What the plan's header says: per index, what was checked, when, from the cache or not."""
+        """What the plan's header says: per index, what was verified and when (from the cache or not); each
+        requirement not served, with the versions that are; the unverified ones grouped by reason."""
         if not self.checks:
             return ["Nothing this plan fetches from a package index needed checking."]
         lines: List[str] = []
-        by_index: Dict[str, List[Check]] = {}
+        served: Dict[Tuple[str, str], List[Check]] = {}
+        unverified: Dict[Tuple[str, str], List[Check]] = {}
         for c in self.checks:
-            by_index.setdefault(f"{c.kind} {index_label(c.index)}", []).append(c)
-        for where, checks in by_index.items():
-            ok = [c for c in checks if c.status == SERVED]
-            if ok:
-                times = [c.fetched_at for c in ok if c.fetched_at]
-                when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(min(times))) if times else "unknown time"
-                cached = sum(c.from_cache for c in ok)
-                lines.append(f"Verified against {where.split(' ', 1)[1]} ({where.split(' ', 1)[0]}) as of {when}"
-                             + (f" ({cached} of {len(ok)} answers from the cache)" if cached else "")
-                             + ": " + ", ".join(c.requirement for c in ok))
-            for c in checks:
-                if c.status == NOT_SERVED:
-                    lines.append(f"NOT SERVED: {c.reason}")
-            bad = [c for c in checks if c.status == UNVERIFIED]
-            if bad:
-                reasons = sorted({c.reason or "unknown" for c in bad})
-                lines.append(f"Unverified ({where}: {'; '.join(reasons)}): " + ", ".join(c.requirement for c in bad))
+            if c.status == SERVED:
+                served.setdefault((c.kind, _where(c)), []).append(c)
+            elif c.status == UNVERIFIED:
+                where = f"{c.kind} {_where(c)}" if c.kind == "pip" else c.kind
+                unverified.setdefault((where, c.reason or "no answer"), []).append(c)
+        for (kind, where), ok in served.items():
+            times = [c.fetched_at for c in ok if c.fetched_at]
+            when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(min(times))) if times else "an unknown time"
+            cached = sum(c.from_cache for c in ok)
+            lines.append(f"Verified against {where} ({kind}) as of {when}"
+                         + (f", {cached} of {len(ok)} answers from the cache" if cached else "")
+                         + ": " + ", ".join(c.requirement for c in ok))
+        lines += [f"NOT SERVED: {c.reason}" for c in self.of(NOT_SERVED)]
+        for (kind, reason), bad in unverified.items():
+            lines.append(f"Unverified ({kind}, {reason}): " + ", ".join(c.requirement for c in bad))
         if self.offline:
-            lines.append("--offline: indexes were not asked; only answers cached within the hour were used.")
+            lines.append("--offline: no index was asked; only answers cached within their lifetime were used.")
         return lines
 
 
-def default_checkers(cache_dir: Optional[str] = None) -> Dict[str, Checker]:
-    """pip's checker, and apt/dnf/winget ones where gpudoctor has them (gpudoctor.install.apt_index)."""
-    from gpudoctor.install import pip_index
+def _where(c: Check) -> str:
+    """Where a check's answer came from, short: "PyPI", a pip index URL, or the hosts of apt/dnf sources."""
+    if c.kind == "pip":
+        return index_label(c.index)
+    hosts = list(dict.fromkeys(re.findall(r"https?://([^/\s]+)", c.index)))
+    return " + ".join(hosts) or c.index
 
-    checkers: Dict[str, Checker] = {"pip": functools.partial(pip_index.served, cache_dir=cache_dir)}
-    try:
-        from gpudoctor.install import apt_index  # type: ignore[attr-defined]
-    except ImportError:
-        return checkers
-    for kind in ("apt", "dnf", "winget"):
-        fn = getattr(apt_index, "checker_for", None)
-        checker = fn(kind) if callable(fn) else (getattr(apt_index, "served", None) if kind in ("apt", "dnf") else None)
-        if checker is not None:
-            checkers[kind] = checker
-    return checkers
+
+def default_checkers(cache_dir: Optional[str] = None) -> Dict[str, Checker]:
+    """pip's checker (:mod:`gpudoctor.install.pip_index`) and the apt/dnf/winget ones
+    (:data:`gpudoctor.install.apt_index.CHECKERS`), with ``cache_dir`` as their cache root."""
+    from gpudoctor.install import apt_index, pip_index
+
+    checkers: Dict[str, Checker] = {"pip": pip_index.served}
+    checkers.update(apt_index.CHECKERS)
+    return {k: functools.partial(fn, cache_dir=cache_dir) for k, fn in checkers.items()}
 
 
 class IndexSession:
@@ -136,7 +137,7 @@ class IndexSession:
 
     def answer(self, kind: str, name: str, index: Optional[str]) -> IndexAnswer:
         """The index's answer for ``name`` (memoised); never raises."""
-        key = (kind, name, index)
+        key = (kind, name, tuple(index) if isinstance(index, list) else index)
         if key not in self._answers:
             self._answers[key] = self._ask(kind, name, index)
         return self._answers[key]
@@ -144,28 +145,32 @@ class IndexSession:
     def _ask(self, kind: str, name: str, index: Optional[str]) -> IndexAnswer:
         checker = self.checkers.get(kind)
         if checker is None:
-            return IndexAnswer(kind, name, index or kind, None, "no checker for this kind of index yet")
+            return IndexAnswer(kind, name, _label(index) or kind, None, "no checker for this kind of index yet")
         if self._deadline is None:
             self._deadline = time.monotonic() + self.timeout
         left = self._deadline - time.monotonic()
-        host = urlsplit(index).netloc if index and "://" in index else (index or "")
-        gave_up = (self._down.get(host) if host in self._down else
+        # One host that did not answer is not asked again; a union of sources is always asked (its parts differ).
+        host = urlsplit(index).netloc if isinstance(index, str) and "://" in index and "{" not in index else None
+        gave_up = (self._down[host] if host in self._down else
                    f"gave up: the indexes' time budget ({self.timeout:g} s, --index-timeout) was spent" if left <= 0.05
                    else None)
         offline = self.offline or gave_up is not None
         try:
             ans = checker(name, index, offline=offline, timeout=max(0.05, min(self.timeout, left)))
         except Exception as exc:  # a checker's bug is an unverified requirement, not a failed plan
-            return IndexAnswer(kind, name, index or kind, None, f"checker failed: {type(exc).__name__}: {exc}"[:200])
+            return IndexAnswer(kind, name, _label(index) or kind, None, f"checker failed: {type(exc).__name__}: {exc}"[:200])
         if gave_up and not ans.known:
             return IndexAnswer(ans.kind, ans.name, ans.index, None, gave_up)
-        if not ans.known and ans.error and not self.offline and ans.error.startswith(("unreachable", "no answer")):
+        if host and not ans.known and ans.error and not self.offline and _no_answer(ans.error):
             self._down[host] = f"{ans.error} (an earlier request to {host or 'it'} got no answer)"
         return ans
 
-    def check(self, kind: str, requirement: str, index: Optional[str]) -> Check:
-        """``requirement`` ("tensorrt-cu12==11.5.*" for pip, "pkg" or "pkg=1.2-1" for apt/dnf) against its index."""
-        name, matches = _parse(kind, requirement)
+    def check(self, kind: str, requirement: str, index, spec: Optional[str] = None) -> Check:
+        """``requirement`` ("tensorrt-cu12==11.5.*" for pip; a package name for apt/dnf/winget, with ``spec``
+        "=1.2-1" for a pinned one) against ``index`` (pip: the index URL or None for pip's own; others: the
+        source :func:`gpudoctor.install.apt_index.repository_for` names)."""
+        name, matches = _parse(kind, requirement, spec)
+        requirement = requirement + (spec or "")
         ans = self.answer(kind, name, index)
         if not ans.known:
             return Check(kind, requirement, name, ans.index, UNVERIFIED, reason=ans.error or "no answer",
@@ -190,7 +195,17 @@ class IndexSession:
         return c.reason if c.status == NOT_SERVED else None
 
 
-def _parse(kind: str, requirement: str):
+def _label(index) -> str:
+    return " ".join(index) if isinstance(index, (list, tuple)) else (index or "")
+
+
+def _no_answer(error: str) -> bool:
+    """An error that says the host did not answer (pip_index's words, or apt_index's), not a bad page."""
+    return error.startswith(("unreachable", "no answer")) or any(
+        w in error for w in ("timed out", "unreachable", "not resolved", "Connection", "connect"))
+
+
+def _parse(kind: str, requirement: str, spec: Optional[str] = None):
     """(name, versions -> matching versions) for one requirement of ``kind``."""
     if kind == "pip":
         try:
@@ -199,54 +214,32 @@ def _parse(kind: str, requirement: str):
             name = re.split(r"[<>=!~\[; ]", requirement, 1)[0]
             return name, lambda versions: ()
         return req.name, lambda versions: tuple(req.specifier.filter(versions))
-    name, _, version = requirement.partition("=")
-    if not version:
-        return name, lambda versions: versions
-    pattern = re.compile(re.escape(version).replace(r"\*", ".*") + r"\Z")
-    return name, lambda versions: tuple(v for v in versions if pattern.match(v))
+    from gpudoctor.install.pkg_versions import satisfies
+
+    def matches(versions):
+        try:
+            return tuple(satisfies(kind, versions, spec))
+        except ValueError:
+            return ()
+    return requirement, matches
 
 
-_INSTALL = re.compile(r"^(?:sudo\s+|\$SUDO\s+)?(apt-get|dnf)\s+install\s+(.*)$")
-_WINGET = re.compile(r"\bwinget install --id (\S+)")
-
-
-def os_packages(plan) -> List[Tuple[str, str]]:
-    """(kind, package or "package=version") of every apt/dnf/winget package the plan's steps install."""
-    from gpudoctor.install.steps import linux_steps, windows_steps
-
-    out: List[Tuple[str, str]] = []
-    if plan.target.os.family == "windows":
-        for step in windows_steps(plan):
-            for cmd in step.root + step.user:
-                out += [("winget", m.group(1)) for m in _WINGET.finditer(cmd)]
-        return list(dict.fromkeys(out))
-    for step in linux_steps(plan):
-        for cmd in step.root:
-            m = _INSTALL.match(cmd)
-            if not m:
-                continue
-            kind = "apt" if m.group(1) == "apt-get" else "dnf"
-            for tok in m.group(2).split():
-                if tok.startswith("-") or "$" in tok or '"' in tok:
-                    continue  # flags; kernel headers named by the running kernel cannot be checked ahead
-                out.append((kind, tok))
-    return list(dict.fromkeys(out))
-
-
-def verify_requirements(reqs, session: IndexSession, os_id: Optional[str] = None) -> List[Check]:
-    """Checks of ``reqs`` = [(kind, requirement, index URL or None)]; apt/dnf ones are asked for ``os_id``."""
-    return [session.check(kind, req, index if kind == "pip" else os_id) for kind, req, index in reqs]
+def verify_requirements(reqs, session: IndexSession) -> List[Check]:
+    """Checks of ``reqs`` = [(kind, requirement, spec or None, index)] (see :meth:`IndexSession.check`)."""
+    return [session.check(kind, req, index, spec) for kind, req, spec, index in reqs]
 
 
 def verify_plan(plan, *, offline: bool = False, timeout: float = 5.0,
                 checkers: Optional[Mapping[str, Checker]] = None,
                 session: Optional[IndexSession] = None) -> Verification:
-    """Every requirement ``plan`` fetches (its pip requirements, its apt/dnf/winget packages) checked against
-    the index it comes from. ``session`` reuses a solver run's answers; otherwise one is made from
-    ``offline``, ``timeout`` (seconds, all requests together) and ``checkers`` (kind -> checker)."""
+    """Every requirement ``plan`` fetches (its pip requirements, the apt/dnf/winget packages its steps install,
+    :func:`gpudoctor.install.apt_index.os_requirements`) checked against the index it comes from. ``session``
+    reuses a solver run's answers; otherwise one is made from ``offline``, ``timeout`` (seconds, all requests
+    together) and ``checkers`` (kind -> checker; default :func:`default_checkers`)."""
+    from gpudoctor.install.apt_index import os_requirements
     from gpudoctor.install.steps import pip_requirements
 
     session = session or IndexSession(offline=offline, timeout=timeout, checkers=checkers)
-    reqs = [("pip", r, i) for r, i in pip_requirements(plan)] + [(k, p, None) for k, p in os_packages(plan)]
-    checks = verify_requirements(reqs, session, plan.target.os.os)
-    return Verification(tuple(checks), session.offline, session.timeout)
+    reqs = [("pip", r, None, i) for r, i in pip_requirements(plan)]
+    reqs += [(kind, name, spec, source) for kind, name, spec, source in os_requirements(plan)]
+    return Verification(tuple(verify_requirements(reqs, session)), session.offline, session.timeout)
