@@ -391,6 +391,9 @@ def _main(argv=None) -> int:
     from gpudoctor.explain.annotate import annotate  # standard library only until a failed tool's words need reading
 
     annotate(report, args.timeout)  # a failed tool's own words, read with explain's knowledge (docs/architecture.md)
+    from gpudoctor.install.fix_check import check_fix_wheels  # stdlib only unless a shown fix pins a wheel
+
+    check_fix_wheels(report, min(args.timeout, 5.0))  # a pinned wheel its index does not serve gets a note
     from gpudoctor.findings import Severity
 
     args.strict = args.strict or chosen["policy"].strict

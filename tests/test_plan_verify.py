@@ -36,21 +36,21 @@ def _target(os_id="ubuntu-24.04"):
 
 def test_latest_tensorrt_skips_the_release_the_index_does_not_serve(idx, tmp_path):
     assert solve(M, _target(), Pins(cuda="12", tensorrt="latest")).tensorrt.tensorrt == "11.5"  # the matrix alone
-    plan = solve(M, _target(), Pins(cuda="12", tensorrt="latest"), served=_session(tmp_path).oracle)
+    plan = solve(M, _target(), Pins(cuda="12", tensorrt="latest"), served=_session(tmp_path).unserved)
     assert plan.tensorrt.tensorrt == "11.4"
     note = next(n for n in plan.notes if n.startswith("TensorRT 11.5 (newer) does not fit"))
     assert "tensorrt-cu12==11.5.* is not on" in note and "newest served: 11.4.0.106" in note
 
 
 def test_a_major_pin_skips_the_unserved_minor_and_says_so(idx, tmp_path):
-    plan = solve(M, _target(), Pins(cuda="12", tensorrt="11"), served=_session(tmp_path).oracle)
+    plan = solve(M, _target(), Pins(cuda="12", tensorrt="11"), served=_session(tmp_path).unserved)
     assert plan.tensorrt.tensorrt == "11.4"
     assert any(n.startswith("skipped: tensorrt-cu12==11.5.* is not on") for n in plan.notes), plan.notes
 
 
 def test_a_pin_the_index_does_not_serve_is_refused_with_the_versions_it_does(idx, tmp_path, capsys):
     with pytest.raises(PlanError) as err:
-        solve(M, _target(), Pins(cuda="12", tensorrt="11.5"), served=_session(tmp_path).oracle)
+        solve(M, _target(), Pins(cuda="12", tensorrt="11.5"), served=_session(tmp_path).unserved)
     assert "tensorrt-cu12==11.5.* is not on" in err.value.reasons[0] and "11.4.0.106" in err.value.reasons[0]
     assert main(WIN + ["--tensorrt", "11.5"]) == 2
     out = capsys.readouterr()
@@ -113,10 +113,10 @@ def test_torch_is_checked_against_the_pytorch_index_the_plan_names(idx, tmp_path
                       cache_dir=str(tmp_path), **kw)
 
     session = IndexSession(checkers={"pip": pip})
-    plan = solve(M, _target(), Pins(cuda="13.0", torch="2.14", cudnn="none", pip_only=True), served=session.oracle)
+    plan = solve(M, _target(), Pins(cuda="13.0", torch="2.14", cudnn="none", pip_only=True), served=session.unserved)
     assert plan.torch_build.index_url == "https://download.pytorch.org/whl/cu130"
     [torch] = [c for c in verify_plan(plan, session=session).checks if c.name == "torch"]
     assert torch.status == "served" and torch.matching[-1] == "2.14.1+cu130" and "/whl/cu130/torch/" in torch.index
     with pytest.raises(PlanError) as err:  # 2.15 has no cu130 wheel; its cu132 index is not served here
-        solve(M, _target(), Pins(cuda="13", torch="2.15", cudnn="none", pip_only=True), served=session.oracle)
+        solve(M, _target(), Pins(cuda="13", torch="2.15", cudnn="none", pip_only=True), served=session.unserved)
     assert "torch==2.15.* is not on" in str(err.value)

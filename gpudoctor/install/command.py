@@ -143,7 +143,7 @@ def run(args) -> int:
                     torch=parse_pin(args.torch, "torch", allow_latest=True), pip_only=args.pip_only)
         session = IndexSession(offline=getattr(args, "offline", False),
                                timeout=getattr(args, "index_timeout", 5.0))
-        plan = solve(m, target, pins, served=session.oracle)
+        plan = solve(m, target, pins, served=session.unserved)
         if fixing:
             plan = _with_note(plan, "planned from `gpudoctor check`, which reported: " + ", ".join(fixing))
         fmt = args.format or ("ps1" if target.os.os == "windows" else "sh")

@@ -29,9 +29,10 @@ from gpudoctor.matrix import (
 
 __all__ = ["GpuTarget", "Pins", "Plan", "PlanError", "Target", "solve", "parse_pin", "Served"]
 
-#: Availability oracle: (pip requirement, index URL or None for pip's own) -> None when the index serves it
-#: (or cannot be asked now), else one line saying why not. The solver never asks an index itself.
-Served = Callable[[str, Optional[str]], Optional[str]]
+#: Availability oracle: a candidate plan -> None when the indexes serve every requirement it fetches (or cannot
+#: be asked now), else one line saying which is not served and what is. The solver never asks an index itself
+#: (gpudoctor.install.verify.IndexSession.unserved is the one gpudoctor passes).
+Served = Callable[["Plan"], Optional[str]]
 
 
 class PlanError(ValueError):
@@ -313,19 +314,6 @@ def _torch_candidates(m: Matrix, pin: Optional[str], cuda: CudaRelease) -> List[
     return out
 
 
-def _unserved(plan: Plan, served: Optional[Served]) -> Optional[str]:
-    """Why one of the plan's pip requirements is not served by its index (None: all are, or unknown)."""
-    if served is None:
-        return None
-    from gpudoctor.install.steps import pip_requirements  # steps builds on Plan: imported late
-
-    for req, index in pip_requirements(plan):
-        reason = served(req, index)
-        if reason:
-            return reason
-    return None
-
-
 def _try_cuda(m: Matrix, target: Target, pins: Pins, cuda: CudaRelease, allow_mvc: bool,
               why_cuda: List[str], why: List[str], served: Optional[Served] = None,
               unserved: Optional[List[str]] = None) -> Optional[Plan]:
@@ -379,7 +367,7 @@ def _try_cuda(m: Matrix, target: Target, pins: Pins, cuda: CudaRelease, allow_mv
                             trts.append(t)
             for trt in _confirmed_first(trts):
                 plan = _plan(m, target, cuda, cudnn, trt, tr, b, pins.pip_only)
-                reason = _unserved(plan, served)
+                reason = served(plan) if served is not None else None
                 if reason is None:
                     skipped = [f"skipped: {r}" for r in dict.fromkeys(unserved or ())]
                     return dataclasses.replace(plan, notes=plan.notes + tuple(skipped[:3]))
@@ -442,7 +430,7 @@ def solve(m: Matrix, target: Target, pins: Pins = Pins(), served: Optional[Serve
     means the newest release of that component that fits (a newer CUDA is given up for it), and the
     plan says which newer releases were passed over and why.
 
-    ``served`` (see :data:`Served`) makes "fits" include "its pip requirements are served by their index":
+    ``served`` (see :data:`Served`) makes "fits" include "what it fetches is served by its index":
     an unserved release is passed over for the next older one (the plan says so); when only unserved
     releases match a pin, :class:`PlanError` names the requirement and the versions that are served."""
 

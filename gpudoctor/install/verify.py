@@ -3,7 +3,7 @@
 :class:`IndexSession` asks the indexes (one checker per :data:`~gpudoctor.install.index_types.KINDS` kind,
 :func:`gpudoctor.install.pip_index.served` for pip), remembers each answer for the run, and bounds the run's
 network time: all requests together get ``timeout`` seconds; a host that did not answer is not asked again.
-Its :meth:`IndexSession.oracle` is what the solver takes (requirement, index URL -> None or why not served);
+Its :meth:`IndexSession.unserved` is what the solver takes (a candidate plan -> None or why it is not served);
 :func:`verify_plan` checks a finished plan's pip requirements and the apt/dnf/winget packages its steps name.
 An index that cannot answer makes a requirement "unverified", with the reason, never a failure.
 """
@@ -189,10 +189,16 @@ class IndexSession:
             why = f"{requirement} is not on {where}; newest served: {newest} (served: {recent})"
         return Check(kind, requirement, name, ans.index, NOT_SERVED, (), newest, why, ans.fetched_at, ans.from_cache)
 
-    def oracle(self, requirement: str, index: Optional[str]) -> Optional[str]:
-        """For the solver: None when ``requirement`` is served or cannot be checked now, else why it is not."""
-        c = self.check("pip", requirement, index)
-        return c.reason if c.status == NOT_SERVED else None
+    def unserved(self, plan) -> Optional[str]:
+        """The solver's oracle (:data:`gpudoctor.install.solver.Served`): why one of ``plan``'s pip requirements
+        is not served by its index, or None when all are or cannot be checked now."""
+        from gpudoctor.install.steps import pip_requirements
+
+        for req, index in pip_requirements(plan):
+            c = self.check("pip", req, index)
+            if c.status == NOT_SERVED:
+                return c.reason
+        return None
 
 
 def _label(index) -> str:
