@@ -174,7 +174,11 @@ def linux_steps(plan: Plan, docker: bool = False) -> List[Step]:
     inst = "dnf install -y" if rpm else "apt-get install -y --no-install-recommends"
     if plan.pip_only:
         venv = _venv_step(plan, docker, inst, rpm)
-        return [_driver_step(plan, docker)] + ([venv] if venv else []) + [
+        # A driver installed by the plan comes from NVIDIA's repository (cuda-drivers-N, nvidia-driver-N-open):
+        # the distribution's archive has no such package, so the repository is added first here too.
+        installs_driver = (plan.driver_branch is not None and not docker and not plan.target.container
+                           and os_.os != "wsl-ubuntu")
+        return ([_repo_step(plan)] if installs_driver else []) + [_driver_step(plan, docker)] + ([venv] if venv else []) + [
             Step("Verify", user=["gpudoctor check"] if not docker else [])]
     steps = [_repo_step(plan), _driver_step(plan, docker)]
     steps.append(Step(f"CUDA {plan.cuda.cuda} toolkit", [f"{inst} {toolkit_package(plan)}"], notes=[

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import re
+import threading
 import time
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Mapping, Optional, Tuple
@@ -146,6 +147,8 @@ class IndexSession:
         checker = self.checkers.get(kind)
         if checker is None:
             return IndexAnswer(kind, name, _label(index) or kind, None, "no checker for this kind of index yet")
+        if index is None and kind != "pip":  # pip's None is pip's own index; an OS package's is none known
+            return IndexAnswer(kind, name, kind, None, "no repository index is known for this OS")
         if self._deadline is None:
             self._deadline = time.monotonic() + self.timeout
         left = self._deadline - time.monotonic()
@@ -155,14 +158,33 @@ class IndexSession:
                    f"gave up: the indexes' time budget ({self.timeout:g} s, --index-timeout) was spent" if left <= 0.05
                    else None)
         offline = self.offline or gave_up is not None
-        try:
-            ans = checker(name, index, offline=offline, timeout=max(0.05, min(self.timeout, left)))
-        except Exception as exc:  # a checker's bug is an unverified requirement, not a failed plan
-            return IndexAnswer(kind, name, _label(index) or kind, None, f"checker failed: {type(exc).__name__}: {exc}"[:200])
+        box: Dict[str, object] = {}
+
+        def ask() -> None:
+            try:
+                box["answer"] = checker(name, index, offline=offline, timeout=max(0.05, min(self.timeout, left)))
+            except Exception as exc:  # a checker's bug is an unverified requirement, not a failed plan
+                box["answer"] = IndexAnswer(kind, name, _label(index) or kind, None,
+                                            f"checker failed: {type(exc).__name__}: {exc}"[:200])
+
+        if offline:
+            ask()  # the cache only: local and quick
+        else:
+            # The budget holds even for a checker whose downloads and parsing outlast its own timeout: the thread
+            # is left behind (a daemon; cache entries are renamed into place whole) and the run goes on without it.
+            worker = threading.Thread(target=ask, name=f"index-{kind}-{name}", daemon=True)
+            worker.start()
+            worker.join(max(0.05, left) + 0.2)
+            if worker.is_alive():
+                self._deadline = time.monotonic()
+                return IndexAnswer(kind, name, _label(index) or kind, None,
+                                   f"gave up after {self.timeout:g} s (--index-timeout): no answer yet")
+        ans = box["answer"]
+        assert isinstance(ans, IndexAnswer)
         if gave_up and not ans.known:
             return IndexAnswer(ans.kind, ans.name, ans.index, None, gave_up)
         if host and not ans.known and ans.error and not self.offline and _no_answer(ans.error):
-            self._down[host] = f"{ans.error} (an earlier request to {host or 'it'} got no answer)"
+            self._down[host] = f"{ans.error} (an earlier request to {host} got no answer)"
         return ans
 
     def check(self, kind: str, requirement: str, index, spec: Optional[str] = None) -> Check:
