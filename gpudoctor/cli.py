@@ -58,13 +58,13 @@ def build_parser(check_only: bool = False) -> argparse.ArgumentParser:
                    help="write the report (any --format) to FILE atomically: a check killed mid-way leaves no file "
                         "or the previous complete one")
     c.add_argument("--root", metavar="DIR",
-                   help="judge the system whose root directory is DIR (an unpacked image, a mounted or copied C:\) "
+                   help="judge the system whose root directory is DIR (an unpacked image, a mounted or copied C:\\) "
                         "from its files; nothing in DIR is executed")
     c.add_argument("--image", metavar="FILE",
                    help="judge a container image: a `docker save` or `docker export` archive or an OCI layout tar "
                         "(- reads standard input), unpacked safely into a temporary root")
     c.add_argument("--os", choices=("linux", "windows"), dest="root_os",
-                   help="the OS of --root (default: windows when DIR holds Windows\System32, else linux)")
+                   help="the OS of --root (default: windows when DIR holds Windows\\System32, else linux)")
     c.add_argument("--env", metavar="FILE", dest="env_file",
                    help="the environment of --root/--image as KEY=VALUE lines (PATH, LD_LIBRARY_PATH, CUDA_PATH as "
                         "set there; `env` or Windows `set` output); an image's own Env is used otherwise")
