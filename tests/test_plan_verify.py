@@ -85,7 +85,7 @@ def test_a_silent_index_is_given_up_on_within_the_timeout(idx, capsys):
     idx.hang_s = 3.0
     assert main(WIN + ["--tensorrt", "latest", "--index-timeout", "0.5", "--json"]) == 0
     checks = json.loads(capsys.readouterr().out)["verification"]["checks"]
-    assert checks[0]["reason"] == "no answer within 0.5 s"
+    assert checks[0]["reason"] in ("no answer within 0.5 s", "gave up after 0.5 s (--index-timeout): no answer yet")
     assert all(c["status"] == "unverified" for c in checks)
     assert all("no answer" in c["reason"] or c["reason"].startswith("gave up: the indexes' time budget (0.5 s")
                for c in checks[1:]), checks
@@ -120,3 +120,28 @@ def test_torch_is_checked_against_the_pytorch_index_the_plan_names(idx, tmp_path
     with pytest.raises(PlanError) as err:  # 2.15 has no cu130 wheel; its cu132 index is not served here
         solve(M, _target(), Pins(cuda="13", torch="2.15", cudnn="none", pip_only=True), served=session.unserved)
     assert "torch==2.15.* is not on" in str(err.value)
+
+
+def test_the_budget_holds_for_a_checker_that_outlasts_its_own_timeout(tmp_path):
+    """FAKE_slow_checker ignores the timeout it is given (as a download plus parsing can): the session still
+    answers within its budget, saying it gave up, and asks nothing more once the budget is spent."""
+    import threading
+
+    release = threading.Event()
+    calls = []
+
+    def FAKE_slow_checker(name, index, *, offline, timeout):
+        calls.append((name, offline))
+        if not offline:
+            release.wait(10)
+        from gpudoctor.install.index_types import IndexAnswer
+        return IndexAnswer("apt", name, str(index), None, "not checked (--offline)" if offline else "late")
+
+    session = IndexSession(timeout=0.3, checkers={"apt": FAKE_slow_checker})
+    first = session.check("apt", "cuda-toolkit-12-9", "http://repo.invalid/Packages.gz")
+    second = session.check("apt", "libcudnn9-cuda-12", "http://repo.invalid/Packages.gz")
+    release.set()
+    assert first.status == second.status == "unverified"
+    assert first.reason == "gave up after 0.3 s (--index-timeout): no answer yet"
+    assert second.reason.startswith("gave up: the indexes' time budget (0.3 s")
+    assert calls == [("cuda-toolkit-12-9", False), ("libcudnn9-cuda-12", True)]  # the second: the cache only

@@ -245,7 +245,7 @@ def served(name: str, index_url: Optional[str] = None, *, offline: bool = False,
     try:
         resp = requests.get(page, headers={"Accept": _ACCEPT}, timeout=timeout)
     except requests.Timeout:
-        return IndexAnswer("pip", norm, shown, None, f"no answer within {timeout:g} s")
+        return IndexAnswer("pip", norm, shown, None, f"no answer within {timeout:.2g} s")
     except requests.RequestException as exc:
         return IndexAnswer("pip", norm, shown, None, f"unreachable: {_cause(exc)}")
     fetched = time.time()
