@@ -35,6 +35,8 @@ def _routes():
     r["/nvidia/rhel9/x86_64/repodata/repomd.xml"] = _read("nvidia", "FAKE_rhel9", "repodata", "repomd.xml")
     r["/nvidia/rhel9/x86_64/repodata/FAKE-primary.xml.gz"] = gzip.compress(
         _read("nvidia", "FAKE_rhel9", "repodata", "FAKE-primary.xml"))
+    r["/nvidia/rhel9/x86_64/repodata/FAKE-modules.yaml.gz"] = gzip.compress(
+        _read("nvidia", "FAKE_rhel9", "repodata", "FAKE-modules.yaml"))
     r["/captive/Packages"] = b"<html><body>Please log in to the hotel wifi</body></html>"
     r["/truncated/Packages.xz"] = lzma.compress(_read("debian", "bookworm", "main", "Packages"))[:200]
     return r
@@ -123,8 +125,21 @@ def test_dnf_repomd_primary_with_epochs(server, cache):
     assert drv.versions[0] == "3:515.43.04-1.el9"  # oldest first, numerically (not 580 < 60x as text)
     assert served_dnf("libcudnn9-devel-cuda-12", src, cache_dir=cache).versions[-1].startswith("9.")
     assert served_dnf("libcudnn9-dev-cuda-12", src, cache_dir=cache).versions == ()
-    stream = served_dnf("nvidia-driver:580-open", src, cache_dir=cache)
-    assert not stream.known and "module stream" in stream.error
+    stream = served_dnf("nvidia-driver:580-open", src, cache_dir=cache)  # `dnf module install` takes a stream
+    assert stream.versions == ("20260101000000",)
+    assert served_dnf("nvidia-driver:latest-dkms", src, cache_dir=cache).versions == ()  # a default, not a stream
+
+
+def test_parse_modules_agrees_with_yaml():
+    import yaml
+
+    raw = _read("nvidia", "FAKE_rhel9", "repodata", "FAKE-modules.yaml")
+    want = {}
+    for doc in yaml.safe_load_all(raw):
+        if doc and doc.get("document") == "modulemd":
+            d = doc["data"]
+            want.setdefault(f"{d['name']}:{d['stream']}", []).append(str(d["version"]))
+    assert apt_index.parse_modules(raw) == want and "nvidia-driver:580-dkms" in want
 
 
 def test_unreachable_source_is_unknown_with_reason(cache):

@@ -30,12 +30,12 @@ from gpudoctor.install.index_types import IndexAnswer
 from gpudoctor.install.pkg_versions import sort_versions
 
 __all__ = ["CHECKERS", "TTL_S", "served_apt", "served_dnf", "served_winget", "repository_for", "os_requirements",
-           "parse_packages", "parse_primary", "expand_source", "IndexUnavailable"]
+           "parse_packages", "parse_primary", "parse_modules", "expand_source", "IndexUnavailable"]
 
 #: How long a parsed index is trusted (seconds): repositories publish several times a day at most.
 TTL_S = 6 * 3600
 #: Bumped when the cached map's shape changes (an older entry is another key).
-_PARSER = 1
+_PARSER = 2
 #: Largest index read (bytes, compressed or not): Debian's main Packages is ~50 MB uncompressed.
 _MAX_BYTES = 256 << 20
 
@@ -155,19 +155,35 @@ class _BytesReader:
         return chunk
 
 
-def _primary_url(repomd_url: str, repomd: bytes) -> str:
-    """The primary metadata's URL from repomd.xml (``<data type="primary"><location href=...>``)."""
+def parse_modules(text: bytes) -> Dict[str, List[str]]:
+    """``{"name:stream": [module versions]}`` of a repository's modules.yaml (modulemd v2 documents:
+    ``document: modulemd`` with ``data: {name, stream, version}``; modulemd-defaults documents are skipped).
+    Only those three top-level scalars of ``data`` are read, so no YAML library is needed."""
+    out: Dict[str, List[str]] = {}
+    for doc in re.split(r"^---[ \t]*$", text.decode("utf-8", "replace"), flags=re.M):
+        if not re.search(r"^document:\s*modulemd\s*$", doc, re.M):
+            continue
+        fields = {k: v.strip().strip("'\"") for k, v in re.findall(r"^  (name|stream|version):[ \t]*(.+)$", doc, re.M)}
+        if fields.get("name") and fields.get("stream"):
+            out.setdefault(f"{fields['name']}:{fields['stream']}", []).append(fields.get("version") or "0")
+    return out
+
+
+def _repodata_urls(repomd_url: str, repomd: bytes) -> Dict[str, str]:
+    """``{type: URL}`` of the metadata repomd.xml names (``<data type="primary"><location href=...>``)."""
     try:
         root = ET.fromstring(repomd)
     except ET.ParseError as exc:
         raise IndexUnavailable(f"{repomd_url}: not a repomd.xml ({exc})") from None
+    base = repomd_url.rsplit("repodata/", 1)[0] if "repodata/" in repomd_url else repomd_url
+    urls = {}
     for data in root:
-        if _tag(data) == "data" and data.get("type") == "primary":
-            loc = next((c for c in data if _tag(c) == "location"), None)
-            if loc is not None and loc.get("href"):
-                base = repomd_url.rsplit("repodata/", 1)[0] if "repodata/" in repomd_url else repomd_url
-                return urljoin(base, loc.get("href"))
-    raise IndexUnavailable(f"{repomd_url}: repomd.xml names no primary metadata")
+        loc = next((c for c in data if _tag(c) == "location"), None)
+        if _tag(data) == "data" and data.get("type") and loc is not None and loc.get("href"):
+            urls[data.get("type")] = urljoin(base, loc.get("href"))
+    if "primary" not in urls:
+        raise IndexUnavailable(f"{repomd_url}: repomd.xml names no primary metadata")
+    return urls
 
 
 def _load_map(kind: str, url: str, timeout: float) -> Dict[str, List[str]]:
@@ -176,11 +192,16 @@ def _load_map(kind: str, url: str, timeout: float) -> Dict[str, List[str]]:
             return parse_packages(_fetch(url, timeout))
         except IndexUnavailable as exc:
             raise IndexUnavailable(str(exc) if str(exc).startswith(url) else f"{url}: {exc}") from None
-    primary = _primary_url(url, _fetch(url, timeout))
-    try:
-        return parse_primary(_fetch(primary, timeout))
-    except IndexUnavailable as exc:
-        raise IndexUnavailable(str(exc) if str(exc).startswith(primary) else f"{primary}: {exc}") from None
+    meta = _repodata_urls(url, _fetch(url, timeout))
+    out: Dict[str, List[str]] = {}
+    # Module streams ("name:stream" keys; no package name has a colon) live in their own file, when there is one.
+    for kind_, parse in (("primary", parse_primary), ("modules", parse_modules)):
+        if kind_ in meta:
+            try:
+                out.update(parse(_fetch(meta[kind_], timeout)))
+            except IndexUnavailable as exc:
+                raise IndexUnavailable(str(exc) if str(exc).startswith(meta[kind_]) else f"{meta[kind_]}: {exc}") from None
+    return out
 
 
 #: In-process copies of cache entries, keyed on the entry file's identity (a changed file is read again).
@@ -262,11 +283,9 @@ def served_apt(name: str, source: Source, *, offline: bool = False, timeout: flo
 def served_dnf(name: str, source: Source, *, offline: bool = False, timeout: float = 5.0,
                cache_dir: Optional[str] = None) -> IndexAnswer:
     """Versions (``[epoch:]version-release``) of package ``name`` in the RPM repository whose
-    ``repodata/repomd.xml`` is ``source``, oldest first as rpm orders them. A module stream
-    (``nvidia-driver:580-open``) is not a package: it answers unknown, saying so."""
-    if ":" in name:
-        return IndexAnswer("dnf", name, source if isinstance(source, str) else " ".join(source), None,
-                           f"{name} is a dnf module stream; module metadata (modules.yaml) is not checked")
+    ``repodata/repomd.xml`` is ``source``, oldest first as rpm orders them. For a module stream
+    (``nvidia-driver:580-open``, what ``dnf module install`` takes) the module versions of that stream in the
+    repository's modules.yaml; ``()`` when the repository has no such stream (or no modules at all)."""
     return _served("dnf", name, source, offline, timeout, cache_dir)
 
 

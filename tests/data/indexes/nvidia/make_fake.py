@@ -2,11 +2,12 @@
 the tests were written): ``python tests/data/indexes/nvidia/make_fake.py``.
 
 They are FAKE: the files are written in the documented formats (a Debian ``Packages`` file, deb822 stanzas;
-createrepo's ``repodata/repomd.xml`` and ``primary.xml``), but what they list comes from gpudoctor's
+createrepo's ``repodata/repomd.xml`` and ``primary.xml``; modulemd v2 documents in ``modules.yaml``), but what they list comes from gpudoctor's
 compatibility matrix (compat_matrix/*.json: the CUDA releases published for each OS, cuDNN's ``apt`` names and
 ``apt_versions``, the drivers' minimum versions), not from NVIDIA's servers. Sizes and checksums are
 placeholders. Written: FAKE_debian12_Packages, FAKE_rhel9/repodata/repomd.xml, FAKE_rhel9/repodata/
-FAKE-primary.xml (served gzipped by the tests).
+FAKE-primary.xml and FAKE-modules.yaml (served gzipped by the tests; module streams
+nvidia-driver:{branch}-open and -dkms for the drivers' branches, as NVIDIA's driver installation guide names them).
 """
 from __future__ import annotations
 
@@ -75,6 +76,18 @@ def write_rpm(root, pkgs):
     with open(os.path.join(root, "repodata", "FAKE-primary.xml"), "w", encoding="utf-8") as fh:
         fh.write(f'<?xml version="1.0" encoding="UTF-8"?>\n<metadata {ns} packages="{len(pkgs)}">\n'
                  + "\n".join(body) + "\n</metadata>\n")
+    docs = []
+    for name, ver, _ in pkgs:
+        if name == "nvidia-driver":
+            for flavour in ("open", "dkms"):
+                docs.append(f"---\ndocument: modulemd\nversion: 2\ndata:\n  name: nvidia-driver\n"
+                            f"  stream: \"{ver.split('.')[0]}-{flavour}\"\n  version: 20260101000000\n"
+                            f"  context: FAKE0000\n  arch: x86_64\n  summary: FAKE stream built from gpudoctor's matrix\n"
+                            f"  license:\n    module:\n    - MIT\n  profiles:\n    default:\n      rpms:\n"
+                            f"      - nvidia-driver\n...\n")
+    docs.append("---\ndocument: modulemd-defaults\nversion: 1\ndata:\n  module: nvidia-driver\n  stream: latest-dkms\n...\n")
+    with open(os.path.join(root, "repodata", "FAKE-modules.yaml"), "w", encoding="utf-8") as fh:
+        fh.write("".join(docs))
     with open(os.path.join(root, "repodata", "repomd.xml"), "w", encoding="utf-8") as fh:
         fh.write('<?xml version="1.0" encoding="UTF-8"?>\n'
                  '<repomd xmlns="http://linux.duke.edu/metadata/repo" xmlns:rpm="http://linux.duke.edu/metadata/rpm">\n'
@@ -82,6 +95,7 @@ def write_rpm(root, pkgs):
                  '  <data type="filelists"><location href="repodata/FAKE-filelists.xml.gz"/></data>\n'
                  '  <data type="primary"><checksum type="sha256">0</checksum>'
                  '<location href="repodata/FAKE-primary.xml.gz"/></data>\n'
+                 '  <data type="modules"><location href="repodata/FAKE-modules.yaml.gz"/></data>\n'
                  '</repomd>\n')
 
 
