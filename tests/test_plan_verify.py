@@ -145,3 +145,22 @@ def test_the_budget_holds_for_a_checker_that_outlasts_its_own_timeout(tmp_path):
     assert first.reason == "gave up after 0.3 s (--index-timeout): no answer yet"
     assert second.reason.startswith("gave up: the indexes' time budget (0.3 s")
     assert calls == [("cuda-toolkit-12-9", False), ("libcudnn9-cuda-12", True)]  # the second: the cache only
+
+
+def test_against_the_real_pypi_every_requirement_of_a_latest_plan_is_served(monkeypatch, capsys):
+    """The live index, where it answers (skips here when PyPI is unreachable; fails in CI, which reaches it)."""
+    import requests
+
+    from conftest import REQUIRE_REAL
+
+    try:
+        requests.head("https://pypi.org/simple/", timeout=5)
+    except requests.RequestException as exc:
+        if REQUIRE_REAL:
+            pytest.fail(f"PyPI unreachable: {exc}")
+        pytest.skip(f"PyPI unreachable: {exc}")
+    monkeypatch.delenv("PIP_INDEX_URL", raising=False)
+    monkeypatch.setenv("PIP_CONFIG_FILE", "/dev/null")  # this machine's pip.conf must not redirect the test
+    assert main(WIN + ["--tensorrt", "latest", "--index-timeout", "30", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["verification"]["counts"]["served"] == len(doc["pip"]) > 0, doc["verification"]
