@@ -15,8 +15,9 @@ import threading
 import pytest
 
 from gpudoctor.install import apt_index
-from gpudoctor.install.apt_index import (CHECKERS, expand_source, os_requirements, parse_packages, repository_for,
-                                         served_apt, served_dnf, served_winget)
+from gpudoctor.install.apt_index import (CHECKERS, expand_source, os_requirements, repository_for, served_apt,
+                                         served_dnf, served_winget)
+from gpudoctor.install.repo_metadata import parse_modules, parse_packages
 from gpudoctor.install.pkg_versions import deb_compare, rpm_compare, satisfies, sort_versions
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "indexes")
@@ -139,7 +140,7 @@ def test_parse_modules_agrees_with_yaml():
         if doc and doc.get("document") == "modulemd":
             d = doc["data"]
             want.setdefault(f"{d['name']}:{d['stream']}", []).append(str(d["version"]))
-    assert apt_index.parse_modules(raw) == want and "nvidia-driver:580-dkms" in want
+    assert parse_modules(raw) == want and "nvidia-driver:580-dkms" in want
 
 
 def test_unreachable_source_is_unknown_with_reason(cache):

@@ -9,41 +9,30 @@ indexes, and unknown if any of them cannot be read (a pin absent from the readab
 Each index is fetched once, parsed to a compact ``{package: [versions]}`` map and kept in the user cache
 (:class:`gpudoctor.process.cache.Cache`, namespace ``os-index``, keyed on the URL) for :data:`TTL_S`; an entry
 that fails its checksum, names another URL or is out of date is never used. ``offline=True`` answers from a
-fresh cache entry or not at all: it never touches the network. Sources: Debian Policy 5.1 and 5.3 (the
-``Packages`` control file; Package and Version are simple one-line fields), the Debian repository format
-(wiki.debian.org/DebianRepository/Format), createrepo_c's repomd.xml / primary.xml (rpm-software-management).
+fresh cache entry or not at all: it never touches the network. Reading the indexes themselves:
+:mod:`gpudoctor.install.repo_metadata`.
 """
 from __future__ import annotations
 
-import bz2
-import gzip
 import itertools
-import lzma
 import os
 import re
 import time
-import xml.etree.ElementTree as ET
 from typing import Dict, List, Optional, Sequence, Tuple, Union
-from urllib.parse import urljoin
 
 from gpudoctor.install.index_types import IndexAnswer
 from gpudoctor.install.pkg_versions import sort_versions
+from gpudoctor.install.repo_metadata import IndexUnavailable, load_map
 
 __all__ = ["CHECKERS", "TTL_S", "served_apt", "served_dnf", "served_winget", "repository_for", "os_requirements",
-           "parse_packages", "parse_primary", "parse_modules", "expand_source", "IndexUnavailable"]
+           "expand_source", "IndexUnavailable"]
 
 #: How long a parsed index is trusted (seconds): repositories publish several times a day at most.
 TTL_S = 6 * 3600
 #: Bumped when the cached map's shape changes (an older entry is another key).
 _PARSER = 2
-#: Largest index read (bytes, compressed or not): Debian's main Packages is ~50 MB uncompressed.
-_MAX_BYTES = 256 << 20
 
 Source = Union[str, Sequence[str]]
-
-
-class IndexUnavailable(Exception):
-    """The index could not be read: one line saying why (unreachable, timed out, HTTP status, not an index)."""
 
 
 def expand_source(source: Source) -> List[str]:
@@ -53,155 +42,6 @@ def expand_source(source: Source) -> List[str]:
     parts = re.split(r"\{([^{}]*)\}", source)
     choices = [[p] if i % 2 == 0 else p.split(",") for i, p in enumerate(parts)]
     return ["".join(c) for c in itertools.product(*choices)]
-
-
-def _decompress(url: str, data: bytes) -> bytes:
-    path = url.split("?")[0]
-    try:
-        if path.endswith(".gz"):
-            return gzip.decompress(data)
-        if path.endswith(".xz"):
-            return lzma.decompress(data)
-        if path.endswith(".bz2"):
-            return bz2.decompress(data)
-        if path.endswith(".zst"):
-            try:
-                import zstandard
-            except ImportError:
-                raise IndexUnavailable(f"{url}: zstd-compressed, and the zstandard module is not installed") from None
-            return zstandard.ZstdDecompressor().decompress(data, max_output_size=_MAX_BYTES)
-    except (OSError, EOFError, lzma.LZMAError, ValueError) as exc:
-        raise IndexUnavailable(f"{url}: not a valid compressed file ({exc})") from None
-    return data
-
-
-def _fetch(url: str, timeout: float) -> bytes:
-    """The body of ``url``, decompressed by its suffix; the whole download bounded by ``timeout`` seconds."""
-    import requests
-
-    deadline = time.monotonic() + timeout
-    try:
-        with requests.get(url, timeout=timeout, stream=True) as r:
-            if r.status_code != 200:
-                raise IndexUnavailable(f"{url}: HTTP {r.status_code}")
-            chunks, size = [], 0
-            for chunk in r.iter_content(1 << 16):
-                chunks.append(chunk)
-                size += len(chunk)
-                if size > _MAX_BYTES:
-                    raise IndexUnavailable(f"{url}: larger than {_MAX_BYTES >> 20} MiB, not read")
-                if time.monotonic() > deadline:
-                    raise IndexUnavailable(f"{url}: gave up after {timeout:g} s (timeout)")
-    except requests.Timeout:
-        raise IndexUnavailable(f"{url}: gave up after {timeout:g} s (timeout)") from None
-    except requests.RequestException as exc:
-        raise IndexUnavailable(f"{url}: unreachable ({type(exc).__name__})") from None
-    return _decompress(url, b"".join(chunks))
-
-
-def parse_packages(text: bytes) -> Dict[str, List[str]]:
-    """``{package: [versions]}`` of a Debian ``Packages`` file (stanzas separated by blank lines). Only the
-    Package and Version fields are read: both are simple one-line fields (Debian Policy 5.6.7, 5.6.12), so a
-    line scan gives what a full deb822 parser gives (tests compare it with python-debian's) in a sixth of
-    the time. Raises IndexUnavailable when no stanza has both fields (an HTML page, a truncated file)."""
-    out: Dict[str, List[str]] = {}
-    for stanza in re.split(rb"\n[ \t]*\n", text.replace(b"\r\n", b"\n")):
-        name = version = None
-        for line in stanza.split(b"\n"):
-            if line[:8] == b"Package:":
-                name = line[8:].strip().decode("utf-8", "replace")
-            elif line[:8] == b"Version:":
-                version = line[8:].strip().decode("utf-8", "replace")
-        if name and version:
-            out.setdefault(name, []).append(version)
-    if not out and text.strip():
-        raise IndexUnavailable("not a Packages index (no stanza with Package and Version)")
-    return out
-
-
-def _tag(el: ET.Element) -> str:
-    return el.tag.rsplit("}", 1)[-1]
-
-
-def parse_primary(text: bytes) -> Dict[str, List[str]]:
-    """``{package: ["[epoch:]version-release"]}`` of createrepo's primary.xml (``<package type="rpm">`` with
-    ``<name>`` and ``<version epoch ver rel>``); epoch 0 is left out, as dnf prints it."""
-    out: Dict[str, List[str]] = {}
-    try:
-        for _event, el in ET.iterparse(_BytesReader(text), events=("end",)):
-            if _tag(el) != "package":
-                continue
-            name = next((c.text for c in el if _tag(c) == "name"), None)
-            ver = next((c for c in el if _tag(c) == "version"), None)
-            if name and ver is not None and ver.get("ver"):
-                epoch = ver.get("epoch") or "0"
-                evr = (f"{epoch}:" if epoch != "0" else "") + ver.get("ver") + (f"-{ver.get('rel')}" if ver.get("rel") else "")
-                out.setdefault(name.strip(), []).append(evr)
-            el.clear()
-    except ET.ParseError as exc:
-        raise IndexUnavailable(f"not a primary.xml ({exc})") from None
-    return out
-
-
-class _BytesReader:
-    """A minimal file object over bytes for ``iterparse`` (it reads by ``read(n)``)."""
-
-    def __init__(self, data: bytes) -> None:
-        self.data, self.pos = data, 0
-
-    def read(self, n: int = -1) -> bytes:
-        end = len(self.data) if n is None or n < 0 else self.pos + n
-        chunk, self.pos = self.data[self.pos:end], min(end, len(self.data))
-        return chunk
-
-
-def parse_modules(text: bytes) -> Dict[str, List[str]]:
-    """``{"name:stream": [module versions]}`` of a repository's modules.yaml (modulemd v2 documents:
-    ``document: modulemd`` with ``data: {name, stream, version}``; modulemd-defaults documents are skipped).
-    Only those three top-level scalars of ``data`` are read, so no YAML library is needed."""
-    out: Dict[str, List[str]] = {}
-    for doc in re.split(r"^---[ \t]*$", text.decode("utf-8", "replace"), flags=re.M):
-        if not re.search(r"^document:\s*modulemd\s*$", doc, re.M):
-            continue
-        fields = {k: v.strip().strip("'\"") for k, v in re.findall(r"^  (name|stream|version):[ \t]*(.+)$", doc, re.M)}
-        if fields.get("name") and fields.get("stream"):
-            out.setdefault(f"{fields['name']}:{fields['stream']}", []).append(fields.get("version") or "0")
-    return out
-
-
-def _repodata_urls(repomd_url: str, repomd: bytes) -> Dict[str, str]:
-    """``{type: URL}`` of the metadata repomd.xml names (``<data type="primary"><location href=...>``)."""
-    try:
-        root = ET.fromstring(repomd)
-    except ET.ParseError as exc:
-        raise IndexUnavailable(f"{repomd_url}: not a repomd.xml ({exc})") from None
-    base = repomd_url.rsplit("repodata/", 1)[0] if "repodata/" in repomd_url else repomd_url
-    urls = {}
-    for data in root:
-        loc = next((c for c in data if _tag(c) == "location"), None)
-        if _tag(data) == "data" and data.get("type") and loc is not None and loc.get("href"):
-            urls[data.get("type")] = urljoin(base, loc.get("href"))
-    if "primary" not in urls:
-        raise IndexUnavailable(f"{repomd_url}: repomd.xml names no primary metadata")
-    return urls
-
-
-def _load_map(kind: str, url: str, timeout: float) -> Dict[str, List[str]]:
-    if kind == "apt":
-        try:
-            return parse_packages(_fetch(url, timeout))
-        except IndexUnavailable as exc:
-            raise IndexUnavailable(str(exc) if str(exc).startswith(url) else f"{url}: {exc}") from None
-    meta = _repodata_urls(url, _fetch(url, timeout))
-    out: Dict[str, List[str]] = {}
-    # Module streams ("name:stream" keys; no package name has a colon) live in their own file, when there is one.
-    for kind_, parse in (("primary", parse_primary), ("modules", parse_modules)):
-        if kind_ in meta:
-            try:
-                out.update(parse(_fetch(meta[kind_], timeout)))
-            except IndexUnavailable as exc:
-                raise IndexUnavailable(str(exc) if str(exc).startswith(meta[kind_]) else f"{meta[kind_]}: {exc}") from None
-    return out
 
 
 #: In-process copies of cache entries, keyed on the entry file's identity (a changed file is read again).
@@ -238,7 +78,7 @@ def _index(kind: str, url: str, offline: bool, timeout: float, cache_dir: Option
         return data, True
     if offline:
         raise IndexUnavailable(f"{url}: not checked (--offline, and no answer from the last {TTL_S // 3600} h cached)")
-    data = {"kind": kind, "url": url, "fetched_at": time.time(), "packages": _load_map(kind, url, timeout)}
+    data = {"kind": kind, "url": url, "fetched_at": time.time(), "packages": load_map(kind, url, timeout)}
     if cache.put_json(inputs, data) is not None:
         try:
             st = os.stat(data_path)
