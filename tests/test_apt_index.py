@@ -161,6 +161,8 @@ def test_one_unreadable_component_makes_the_union_unknown(server, cache):
     src = server.url + "/debian/dists/bookworm/{main,nonexistent}/binary-amd64/Packages.xz"
     a = served_apt("g++-11", src, cache_dir=cache)
     assert not a.known and "HTTP 404" in a.error and "nonexistent" in a.error
+    assert a.extra["partial_versions"] == ["11.3.0-12"]  # enough for an unpinned name, never for a pin
+    assert "partial_versions" not in served_apt("no-such-package", src, cache_dir=cache).extra
 
 
 @pytest.mark.parametrize("path,words", [("/captive/Packages", "not a Packages index"),

@@ -4,7 +4,8 @@
 Each checker answers ``served(name, source, *, offline=False, timeout=5.0, cache_dir=None) -> IndexAnswer``
 (:mod:`gpudoctor.install.index_types`). ``source`` is the index URL, a list of them, or one URL with shell-style
 braces (``.../dists/bookworm/{main,contrib,non-free}/binary-amd64/Packages.xz``): the answer is the union of the
-indexes, and unknown if any of them cannot be read (a pin absent from the readable ones might be in the other).
+indexes, and unknown if any of them cannot be read (a pin absent from the readable ones might be in the other);
+then ``extra["partial_versions"]`` holds what the readable ones serve of the name, if anything.
 
 Each index is fetched once, parsed to a compact ``{package: [versions]}`` map and kept in the user cache
 (:class:`gpudoctor.process.cache.Cache`, namespace ``os-index``, keyed on the URL) for :data:`TTL_S`; an entry
@@ -106,8 +107,11 @@ def _served(kind: str, name: str, source: Source, offline: bool, timeout: float,
         fetched.append(data["fetched_at"])
         cached = cached and hit
     if errors:
+        # Unknown as a whole; what the readable indexes serve is kept aside: it is enough to show that an
+        # unpinned name is served, never that a pin is not.
+        partial = {"partial_versions": sort_versions(kind, found)[0]} if found else {}
         return IndexAnswer(kind, name, label, None, "; ".join(errors), min(fetched) if fetched else None, False,
-                           {"sources": urls})
+                           {"sources": urls, **partial})
     versions, bad = sort_versions(kind, found)
     extra = {"sources": urls, **({"malformed_versions": bad} if bad else {})}
     return IndexAnswer(kind, name, label, tuple(versions), None, min(fetched), cached, extra)
