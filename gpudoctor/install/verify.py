@@ -117,10 +117,15 @@ def _where(c: Check) -> str:
 def default_checkers(cache_dir: Optional[str] = None) -> Dict[str, Checker]:
     """pip's checker (:mod:`gpudoctor.install.pip_index`) and the apt/dnf/winget ones
     (:data:`gpudoctor.install.apt_index.CHECKERS`), with ``cache_dir`` as their cache root."""
-    from gpudoctor.install import apt_index, pip_index
+    from gpudoctor.install import pip_index
 
     checkers: Dict[str, Checker] = {"pip": pip_index.served}
-    checkers.update(apt_index.CHECKERS)
+    try:
+        from gpudoctor.install import apt_index
+    except ImportError:  # without it, OS packages are "unverified: no checker", never a failed plan
+        pass
+    else:
+        checkers.update(apt_index.CHECKERS)
     return {k: functools.partial(fn, cache_dir=cache_dir) for k, fn in checkers.items()}
 
 
@@ -264,10 +269,14 @@ def verify_plan(plan, *, offline: bool = False, timeout: float = 5.0,
     :func:`gpudoctor.install.apt_index.os_requirements`) checked against the index it comes from. ``session``
     reuses a solver run's answers; otherwise one is made from ``offline``, ``timeout`` (seconds, all requests
     together) and ``checkers`` (kind -> checker; default :func:`default_checkers`)."""
-    from gpudoctor.install.apt_index import os_requirements
     from gpudoctor.install.steps import pip_requirements
 
     session = session or IndexSession(offline=offline, timeout=timeout, checkers=checkers)
     reqs = [("pip", r, None, i) for r, i in pip_requirements(plan)]
-    reqs += [(kind, name, spec, source) for kind, name, spec, source in os_requirements(plan)]
+    try:
+        from gpudoctor.install.apt_index import os_requirements
+    except ImportError:  # the OS packages are then not listed; the pip side stands alone
+        os_requirements = None
+    if os_requirements is not None:
+        reqs += [(kind, name, spec, source) for kind, name, spec, source in os_requirements(plan)]
     return Verification(tuple(verify_requirements(reqs, session)), session.offline, session.timeout)
