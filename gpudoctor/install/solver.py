@@ -492,9 +492,11 @@ def _solve(m: Matrix, target: Target, pins: Pins = Pins(), asked: Optional[Pins]
             if plan is not None:
                 return plan
     # When some CUDA fitted OS, GPU and driver, the conflict is among the other parts: say those.
-    why = list(dict.fromkeys(unserved)) + (why or why_cuda)  # a fitting stack whose wheels are not served: say that first
+    # Stacks that fitted the matrix but whose wheels the index does not serve: that is the reason, said alone.
+    why = list(dict.fromkeys(unserved)) or (why or why_cuda)
     asked = ", ".join(f"{k} {v}" for k, v in vars(pins).items() if v not in (None, "none", False, True))
     gpu = f" on {target.gpu.name} ({target.gpu.sm})" if target.gpu else ""
     drv = f" with driver {target.driver}" if target.driver and target.driver_action == "keep" else ""
-    raise PlanError(f"no consistent stack for {target.os.os}{gpu}{drv}" + (f" and {asked}" if asked else ""),
+    where = "; the stacks that fit the matrix need wheels their index does not serve" if unserved else ""
+    raise PlanError(f"no consistent stack for {target.os.os}{gpu}{drv}" + (f" and {asked}" if asked else "") + where,
                     list(dict.fromkeys(why))[:8])
