@@ -30,7 +30,7 @@ from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple, Unio
 from packaging.version import InvalidVersion, Version
 
 from gpudoctor.matrix.records import (
-    CudaRelease, CudnnRelease, GpuInfo, JaxRelease, MinorCompat, OnnxruntimeRelease, OsInfo,
+    ArchiveCuda, CudaRelease, CudnnRelease, GpuInfo, JaxRelease, MinorCompat, OnnxruntimeRelease, OsInfo,
     TensorflowRelease, TensorrtRelease, TorchBuild, TorchRelease, covers_cuda, from_row,
 )
 from gpudoctor.matrix.schema import (
@@ -38,7 +38,7 @@ from gpudoctor.matrix.schema import (
 )
 
 __all__ = [
-    "FILES", "SCHEMA_VERSION", "CudaRelease", "CudnnRelease", "GpuInfo", "JaxRelease", "Matrix",
+    "FILES", "SCHEMA_VERSION", "ArchiveCuda", "CudaRelease", "CudnnRelease", "GpuInfo", "JaxRelease", "Matrix",
     "MatrixError", "MinorCompat", "OnnxruntimeRelease", "OsInfo", "TensorflowRelease", "TensorrtRelease",
     "TorchBuild", "TorchRelease", "covers_cuda", "load_matrix", "sm_of",
 ]
@@ -64,7 +64,8 @@ class Matrix:
         self._trt = tuple(from_row(TensorrtRelease, r) for r in docs["tensorrt.json"]["releases"])
         gdoc = docs["gpus.json"]
         self._gpus = tuple(from_row(GpuInfo, r) for r in gdoc["gpus"])
-        self._oses = tuple(from_row(OsInfo, r) for r in docs["os.json"]["oses"])
+        self._oses = tuple(from_row(OsInfo, r, archive_cuda=from_row(ArchiveCuda, r["archive_cuda"])
+                                    if r.get("archive_cuda") else None) for r in docs["os.json"]["oses"])
         fw = docs["frameworks.json"]
         self._torch = tuple(
             from_row(TorchRelease, r, builds=tuple(from_row(TorchBuild, b) for b in r["builds"]))

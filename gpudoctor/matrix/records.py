@@ -14,7 +14,7 @@ from types import MappingProxyType
 from typing import Any, Mapping, Optional, Tuple, Type, TypeVar
 
 __all__ = [
-    "CudaRelease", "CudnnRelease", "GpuInfo", "JaxRelease", "MinorCompat", "OnnxruntimeRelease",
+    "ArchiveCuda", "CudaRelease", "CudnnRelease", "GpuInfo", "JaxRelease", "MinorCompat", "OnnxruntimeRelease",
     "OsInfo", "TensorflowRelease", "TensorrtRelease", "TorchBuild", "TorchRelease", "covers_cuda", "from_row",
 ]
 
@@ -172,6 +172,36 @@ class GpuInfo:
 
 
 @dataclass(frozen=True)
+class ArchiveCuda:
+    """The CUDA release a distribution's own archive packages (Debian 12: CUDA 11.8 in bookworm non-free).
+
+    ``suite`` the archive's release ("bookworm"); ``components`` the components to enable beyond main;
+    ``packages`` what the plan installs (the toolkit first); ``toolkit_version`` the toolkit package's version
+    in the archive (for the record: plans do not pin it, a point release may replace it); ``nvcc`` its path;
+    ``driver_package`` / ``driver_version`` the archive's driver; ``cudnn`` a cuDNN package that installs
+    without NVIDIA's servers, or None where the archive has none.
+    """
+
+    cuda: str
+    suite: str
+    components: Tuple[str, ...]
+    packages: Tuple[str, ...]
+    toolkit_version: str
+    nvcc: str
+    driver_package: str
+    driver_version: str
+    cudnn: Optional[str] = None
+
+    @property
+    def toolkit_package(self) -> str:
+        return self.packages[0]
+
+    @property
+    def driver_branch(self) -> str:
+        return self.driver_version.split(".")[0]
+
+
+@dataclass(frozen=True)
 class OsInfo:
     """An operating system ``gpudoctor install`` plans for ("ubuntu-22.04", "wsl-ubuntu", "windows").
 
@@ -180,7 +210,8 @@ class OsInfo:
     (``cuda_max`` None: still current); ``python`` the distro's python3;
     ``driver_package`` the driver package template (``{branch}`` placeholder;
     None where no Linux driver may be installed: WSL, or Windows);
-    ``keyring`` the cuda-keyring .deb or .repo URL.
+    ``keyring`` the cuda-keyring .deb or .repo URL; ``archive_cuda`` the CUDA the distribution's own
+    archive packages (None: none planned from it).
     """
 
     os: str
@@ -194,6 +225,7 @@ class OsInfo:
     source: Tuple[str, ...]
     unconfirmed: Tuple[str, ...] = ()
     notes: Optional[str] = None
+    archive_cuda: Optional[ArchiveCuda] = None
 
 
 @dataclass(frozen=True)

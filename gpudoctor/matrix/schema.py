@@ -341,6 +341,35 @@ _GPU_SCHEMA: _Schema = {
     "example": (_is_str, True),
     "segment": (_one_of(*_SEGMENTS), True),
 }
+def _matching(rx: "re.Pattern[str]", what: str) -> _Check:
+    """A string matching ``rx`` (no version parse: names, paths)."""
+    return lambda v: None if isinstance(v, str) and rx.match(v) else f"must be {what}, got {v!r}"
+
+
+_DEB_NAME = _matching(re.compile(r"^[a-z0-9][a-z0-9.+-]+$"), "a Debian package name like 'g++-11'")
+_DEB_VERSION = _matching(re.compile(r"^(\d+:)?\d[A-Za-z0-9.+~-]*$"), "a Debian version like '11.8.89~11.8.0-5~deb12u1'")
+
+
+def _archive_cuda(v: Any) -> Optional[str]:
+    """The distribution archive's own CUDA (records.ArchiveCuda): every field present and well-formed."""
+    if not isinstance(v, dict):
+        return "must be an object"
+    fields = {"cuda": _MM, "suite": _matching(re.compile(r"^[a-z]+$"), "a release codename like 'bookworm'"),
+              "components": _list_of(_one_of("contrib", "non-free", "non-free-firmware", "restricted", "universe",
+                                             "multiverse"), allow_empty=False),
+              "packages": _list_of(_DEB_NAME, allow_empty=False), "toolkit_version": _DEB_VERSION,
+              "nvcc": _matching(re.compile(r"^/\S+$"), "an absolute path"), "driver_package": _DEB_NAME,
+              "driver_version": _DEB_VERSION, "cudnn": _nullable(_DEB_NAME)}
+    for k, check in fields.items():
+        if k not in v:
+            return f"misses field '{k}'"
+        err = check(v[k])
+        if err:
+            return f"field '{k}' {err}"
+    extra = set(v) - set(fields)
+    return f"has unknown field(s) {sorted(extra)}" if extra else None
+
+
 _OS_SCHEMA: _Schema = {
     "os": (_os_id, True),
     "family": (_one_of(*_OS_FAMILIES), True),
@@ -350,6 +379,7 @@ _OS_SCHEMA: _Schema = {
     "python": (_nullable(_PY), True),
     "driver_package": (_nullable(_template("branch")), True),
     "keyring": (_nullable(_URL), True),
+    "archive_cuda": (_nullable(_archive_cuda), False),
 }
 _TORCH_SCHEMA: _Schema = {
     "torch": (_MM, True),
@@ -529,6 +559,11 @@ def validate(docs: Mapping[str, Any]) -> None:
             raise MatrixError(f, f"oses[{i}] ({r['os']}): 'cuda_max' is below 'cuda_min'")
         if (r["family"] == "windows") != (r["repo"] is None):
             raise MatrixError(f, f"oses[{i}] ({r['os']}): 'repo' must be null exactly for the windows family")
+        arch = r.get("archive_cuda")
+        if arch and r["family"] != "debian":
+            raise MatrixError(f, f"oses[{i}] ({r['os']}): 'archive_cuda' is for the debian family (apt archives)")
+        if arch and not any(c["cuda"] == arch["cuda"] for c in docs["cuda.json"]["releases"]):
+            raise MatrixError(f, f"oses[{i}] ({r['os']}): 'archive_cuda' CUDA {arch['cuda']} is not in cuda.json")
 
     f = "frameworks.json"
     for table, key, schema in (("torch", "torch", _TORCH_SCHEMA), ("jax", "jax", _JAX_SCHEMA),
