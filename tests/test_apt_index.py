@@ -183,8 +183,8 @@ def test_offline_never_touches_the_network_but_reads_a_fresh_cache(server, cache
     assert b.versions == ("1.1-1",) and b.from_cache and len(server.requests) == n
 
 
-def _data_files(cache):
-    return [os.path.join(r, f) for r, _, fs in os.walk(cache) for f in fs if f == "data.json"]
+def _data_files(cache, namespace="os-index"):
+    return [os.path.join(r, f) for r, _, fs in os.walk(os.path.join(cache, namespace)) for f in fs if f == "data.json"]
 
 
 def test_corrupt_cache_entry_is_ignored_and_refetched(server, cache):
@@ -193,9 +193,28 @@ def test_corrupt_cache_entry_is_ignored_and_refetched(server, cache):
     (path,) = _data_files(cache)
     with open(path, "w") as fh:  # a tampered answer: the package served at a version it never had
         json.dump({"kind": "apt", "url": src, "fetched_at": 1e18, "packages": {"cuda-keyring": ["9.9-9"]}}, fh)
+    (name_entry,) = _data_files(cache, "os-index-name")
+    with open(name_entry, "w") as fh:  # and the per-name answer written from it
+        json.dump({"url": src, "name": "cuda-keyring", "fetched_at": 1e18, "versions": ["9.9-9"]}, fh)
+    apt_index._MEMO.clear()
     n = len(server.requests)
     a = served_apt("cuda-keyring", src, cache_dir=cache)
     assert a.versions == ("1.1-1",) and not a.from_cache and len(server.requests) == n + 1
+
+
+def test_a_warm_answer_comes_from_the_per_name_entry_of_the_same_fetch(server, cache, monkeypatch):
+    """The second run reads the small per-name entry, never the whole map; it answers as the map would and
+    carries the map's fetched_at."""
+    src = server.url + "/nvidia/debian12/x86_64/Packages.gz"
+    first = served_apt("cuda-keyring", src, cache_dir=cache)
+    apt_index._MEMO.clear()
+
+    def no_map(*args, **kwargs):
+        raise AssertionError("the whole index map was loaded")
+
+    monkeypatch.setattr(apt_index, "_index", no_map)
+    again = served_apt("cuda-keyring", src, cache_dir=cache)
+    assert again.versions == first.versions and again.from_cache and again.fetched_at == first.fetched_at
 
 
 def test_expired_entry_is_refetched(server, cache, monkeypatch):
