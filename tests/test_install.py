@@ -63,7 +63,8 @@ def _torch_runs(build, cc):
 def _violations(plan, pins):
     """Every matrix constraint the plan breaks (empty: the plan is consistent)."""
     t, c, bad = plan.target, plan.cuda, []
-    if _v(c.cuda) < _v(t.os.cuda_min) or (t.os.cuda_max and _v(c.cuda) > _v(t.os.cuda_max)):
+    in_archive = plan.archive is not None and plan.archive == t.os.archive_cuda and plan.archive.cuda == c.cuda
+    if not in_archive and (_v(c.cuda) < _v(t.os.cuda_min) or (t.os.cuda_max and _v(c.cuda) > _v(t.os.cuda_max))):
         bad.append("CUDA not published for the OS")
     if t.gpu and t.gpu.sm not in c.sms:
         bad.append("nvcc cannot target the GPU")
@@ -82,7 +83,7 @@ def _violations(plan, pins):
             bad.append("cuDNN does not support the CUDA")
         if t.gpu and d.min_sm and t.gpu.sm and _smn(t.gpu.sm) < _smn(d.min_sm):
             bad.append("cuDNN does not support the GPU")
-    elif pins.cudnn != "none":
+    elif pins.cudnn != "none" and not (in_archive and pins.cudnn is None and not plan.archive.cudnn):
         bad.append("no cuDNN although wanted")
     if plan.tensorrt:
         r = plan.tensorrt

@@ -12,7 +12,8 @@ if TYPE_CHECKING:  # the CLI builds its parser from this module: keep `gpudoctor
 
 __all__ = ["add_arguments", "run", "plan_to_dict"]
 
-OS_CHOICES_HELP = "ubuntu-20.04|ubuntu-22.04|ubuntu-24.04|debian-12|rhel-9|wsl-ubuntu|windows (default: this machine)"
+OS_CHOICES_HELP = ("ubuntu-20.04|ubuntu-22.04|ubuntu-24.04|debian-12|rhel-9|wsl-ubuntu|windows (default: this machine); "
+                   "debian-12 --cuda 11.8 plans Debian's own CUDA packages")
 
 
 def add_arguments(p) -> None:
@@ -57,7 +58,7 @@ def _seconds(text: str) -> float:
 def plan_to_dict(plan: "Plan", verification=None) -> Dict[str, Any]:
     """The plan's choices as plain JSON data; ``verification`` (a :class:`~gpudoctor.install.verify.Verification`)
     adds the ``verification`` key: what each requirement's index serves."""
-    from gpudoctor.install.steps import pip_requirements
+    from gpudoctor.install.steps import pip_requirements, toolkit_package
 
     t = plan.target
     out = {
@@ -66,7 +67,9 @@ def plan_to_dict(plan: "Plan", verification=None) -> Dict[str, Any]:
         "driver": {"installed": t.driver, "action": t.driver_action, "min_required": plan.driver_min,
                    "install_branch": plan.driver_branch, "verdict": plan.driver_verdict},
         "cuda": {"version": plan.cuda.cuda, "latest_update": plan.cuda.latest_update,
-                 "package": f"cuda-toolkit-{plan.cuda.major}-{plan.cuda.minor}"},
+                 "package": toolkit_package(plan),
+                 "channel": "pip" if plan.pip_only else ("distribution archive" if plan.archive else "nvidia"),
+                 "archive_version": plan.archive.toolkit_version if plan.archive else None},
         "cudnn": {"version": plan.cudnn.cudnn, "latest": plan.cudnn.latest} if plan.cudnn else None,
         "tensorrt": {"version": plan.tensorrt.tensorrt, "latest": plan.tensorrt.latest} if plan.tensorrt else None,
         "torch": {"version": plan.torch.torch, "cuda": plan.torch_build.cuda, "index_url": plan.torch_build.index_url}

@@ -26,7 +26,9 @@ class FormatError(ValueError):
 
 def summary(plan: Plan) -> str:
     """One line: what the plan installs, for whom."""
-    parts = [f"CUDA {plan.cuda.cuda}" + (" wheels (pip only)" if plan.pip_only else "")]
+    parts = [f"CUDA {plan.cuda.cuda}" + (" wheels (pip only)" if plan.pip_only else "")
+             + (f" ({plan.archive.toolkit_package} from {plan.target.os.os.split('-')[0].capitalize()}'s archive)"
+                if plan.archive else "")]
     if plan.cudnn:
         parts.append(f"cuDNN {plan.cudnn.cudnn}")
     if plan.tensorrt:
@@ -79,7 +81,8 @@ def _dockerfile(plan: Plan, verification=None) -> str:
     steps = linux_steps(plan, docker=True)
     for step in steps:
         if step.title == "Verify" and not plan.pip_only:  # after ENV, so that nvcc is on PATH
-            out += ["", f"ENV CUDA_HOME={home} PATH={home}/bin:/opt/venv/bin:${{PATH}} LD_LIBRARY_PATH={home}/lib64"]
+            out += ["", f"ENV CUDA_HOME={home} PATH={home}/bin:/opt/venv/bin:${{PATH}} LD_LIBRARY_PATH={home}/lib64"
+                    if home else "ENV PATH=/opt/venv/bin:${PATH}"]
         out.append("")
         out.append(f"# {step.title}")
         for note in step.notes:

@@ -5,7 +5,9 @@ combination that satisfies every constraint below, or raises :class:`PlanError`
 with the reasons the pinned versions cannot work together. The constraints
 (each a function returning ``None`` or the reason it fails) are:
 
-* CUDA is published for the OS (``os.json``: ``cuda_min``..``cuda_max``);
+* CUDA is published for the OS (``os.json``: ``cuda_min``..``cuda_max`` in NVIDIA's repository, or the
+  distribution's own archive, ``archive_cuda``: Debian 12's CUDA 11.8, planned without NVIDIA's repository,
+  with no cuDNN and Debian's own driver);
 * nvcc of that CUDA accepts the GPU's target (``cuda.json``: ``sms``);
 * a kept driver runs it (Table 3 natively; a pinned CUDA may also run through
   minor-version compatibility, Table 2, which the plan then says);
@@ -24,7 +26,7 @@ from packaging.version import Version
 
 from gpudoctor.formats.fatbin import coverage
 from gpudoctor.matrix import (
-    CudaRelease, CudnnRelease, Matrix, OsInfo, TensorrtRelease, TorchBuild, TorchRelease, covers_cuda, sm_of,
+    ArchiveCuda, CudaRelease, CudnnRelease, Matrix, OsInfo, TensorrtRelease, TorchBuild, TorchRelease, covers_cuda, sm_of,
 )
 
 __all__ = ["GpuTarget", "Pins", "Plan", "PlanError", "Target", "solve", "parse_pin", "Served"]
@@ -115,6 +117,8 @@ class Plan:
     pip_only: bool = False
     #: Suffix of the CUDA wheels in a pip-only plan ("-cu12"; "" from CUDA 13).
     pip_suffix: Optional[str] = None
+    #: The distribution archive's CUDA the plan installs (Debian's nvidia-cuda-toolkit); None: NVIDIA's repository.
+    archive: Optional[ArchiveCuda] = None
 
 
 def parse_pin(text: Optional[str], what: str, allow_latest: bool = False) -> Optional[str]:
@@ -148,9 +152,34 @@ def _v(text: str) -> Version:
 
 def cuda_on_os(os_: OsInfo, cuda: CudaRelease) -> Optional[str]:
     if _v(cuda.cuda) < _v(os_.cuda_min) or (os_.cuda_max and _v(cuda.cuda) > _v(os_.cuda_max)):
+        if archive_for(os_, cuda) is not None:
+            return None
         upto = os_.cuda_max or "the newest"
-        return f"CUDA {cuda.cuda} is not published for {os_.os} (NVIDIA ships CUDA {os_.cuda_min} to {upto} there)"
+        own = (f"; {_archive_name(os_)}'s archive has CUDA {os_.archive_cuda.cuda} ({os_.archive_cuda.toolkit_package})"
+               if os_.archive_cuda else "")
+        return f"CUDA {cuda.cuda} is not published for {os_.os} (NVIDIA ships CUDA {os_.cuda_min} to {upto} there{own})"
     return None
+
+
+def _archive_name(os_: OsInfo) -> str:
+    return os_.os.split("-")[0].capitalize()
+
+
+def archive_for(os_: OsInfo, cuda: CudaRelease) -> Optional[ArchiveCuda]:
+    """The distribution archive's CUDA when ``cuda`` is the one it packages and NVIDIA's repository does not
+    publish it for the OS (NVIDIA's is preferred where both have it); else None."""
+    a = os_.archive_cuda
+    in_nvidia = not (_v(cuda.cuda) < _v(os_.cuda_min) or (os_.cuda_max and _v(cuda.cuda) > _v(os_.cuda_max)))
+    return a if a is not None and a.cuda == cuda.cuda and not in_nvidia else None
+
+
+def cudnn_in_archive(target: Target, archive: ArchiveCuda, pin: Optional[str]) -> Optional[str]:
+    """Why a pinned cuDNN cannot come with the archive's CUDA (None when unpinned: the plan has none)."""
+    if pin in (None, "none") or archive.cudnn:
+        return None
+    return (f"cuDNN {pin}: {_archive_name(target.os)}'s CUDA {archive.cuda} ({archive.toolkit_package}) has no cuDNN "
+            f"package that installs without NVIDIA's servers (the archive's nvidia-cudnn downloads it from NVIDIA); "
+            f"use NVIDIA's repository (CUDA {target.os.cuda_min} or newer) or --cudnn none")
 
 
 def cuda_for_gpu(m: Matrix, gpu: Optional[GpuTarget], cuda: CudaRelease) -> Optional[str]:
@@ -325,6 +354,13 @@ def _try_cuda(m: Matrix, target: Target, pins: Pins, cuda: CudaRelease, allow_mv
             why_cuda.append(reason)
             return None
 
+    archive = None if pins.pip_only else archive_for(target.os, cuda)
+    if archive is not None:
+        reason = cudnn_in_archive(target, archive, pins.cudnn)
+        if reason:
+            why.append(reason)
+            return None
+
     torches: List[Tuple[Optional[TorchRelease], Optional[TorchBuild]]] = [(None, None)]
     if pins.torch != "none":
         torches = []
@@ -340,7 +376,7 @@ def _try_cuda(m: Matrix, target: Target, pins: Pins, cuda: CudaRelease, allow_mv
 
     for tr, b in torches:
         cudnns: List[Optional[CudnnRelease]] = [None]
-        if pins.cudnn != "none":
+        if pins.cudnn != "none" and (archive is None or archive.cudnn):
             cudnns = []
             for c in reversed(m.cudnn_releases()):
                 if _matches(pins.cudnn, c.cudnn):
@@ -366,19 +402,45 @@ def _try_cuda(m: Matrix, target: Target, pins: Pins, cuda: CudaRelease, allow_mv
                         else:
                             trts.append(t)
             for trt in _confirmed_first(trts):
-                plan = _plan(m, target, cuda, cudnn, trt, tr, b, pins.pip_only)
-                reason = served(plan) if served is not None else None
+                plan = _plan(m, target, cuda, cudnn, trt, tr, b, pins.pip_only, archive)
+                reason = archive_driver_fits(plan) or (served(plan) if served is not None else None)
                 if reason is None:
                     skipped = [f"skipped: {r}" for r in dict.fromkeys(unserved or ())]
                     return dataclasses.replace(plan, notes=plan.notes + tuple(skipped[:3]))
-                if unserved is not None:
+                if plan.archive is not None and reason == archive_driver_fits(plan):
+                    why.append(reason)
+                elif unserved is not None:
                     unserved.append(reason)
     return None
 
 
+def archive_driver_fits(plan: Plan) -> Optional[str]:
+    """Why the archive's driver, when the plan installs it, cannot run the plan's stack; else None."""
+    a = plan.archive
+    if a is None or plan.driver_branch is None or plan.driver_min == "unknown":
+        return None
+    have = a.driver_version.split("-")[0]
+    if Version(have) < Version(plan.driver_min):
+        return (f"{_archive_name(plan.target.os)}'s {a.driver_package} {have} is older than the {plan.driver_min} "
+                f"the stack needs")
+    return None
+
+
+def _archive_notes(target: Target, a: ArchiveCuda) -> List[str]:
+    name = _archive_name(target.os)
+    notes = [f"{name}'s own packaging of CUDA {a.cuda} ({a.toolkit_package} {a.toolkit_version} from {a.suite} "
+             f"{'/'.join(a.components)}), not NVIDIA's repository: nvcc is {a.nvcc}, a wrapper whose profile puts "
+             f"the toolkit's gcc/g++ (g++-11 here) first; {' '.join(a.packages[1:])} come with it because nvcc runs "
+             "`gcc` from PATH to read the host compiler's properties before that wrapper applies."]
+    if not a.cudnn:
+        notes.append(f"No cuDNN: {name}'s archive has none that installs without NVIDIA's servers (its nvidia-cudnn "
+                     "downloads cuDNN from NVIDIA at install time).")
+    return notes
+
+
 def _plan(m: Matrix, target: Target, cuda: CudaRelease, cudnn: Optional[CudnnRelease],
           trt: Optional[TensorrtRelease], tr: Optional[TorchRelease], b: Optional[TorchBuild],
-          pip_only: bool = False) -> Plan:
+          pip_only: bool = False, archive: Optional[ArchiveCuda] = None) -> Plan:
     drv_os = target.driver_os
     needs = [_ga_driver(m, cuda, drv_os)]
     if b is not None:
@@ -399,10 +461,14 @@ def _plan(m: Matrix, target: Target, cuda: CudaRelease, cudnn: Optional[CudnnRel
     if target.driver_action == "install" and target.os.os not in ("wsl-ubuntu",) and not target.container:
         base = next((getattr(cuda, f) for f in ("runfile_driver_linux", "min_driver_linux")
                      if getattr(cuda, f) and f not in cuda.unconfirmed), None) or driver_min  # only confirmed values
-        if base == "unknown":
+        if archive is not None:  # the archive's own driver: one branch, checked by archive_driver_fits
+            branch = archive.driver_branch
+        elif base == "unknown":
             branch = None
         else:
             branch = base.split(".")[0] if driver_min == "unknown" else max(base, driver_min, key=Version).split(".")[0]
+    if archive is not None:
+        notes += _archive_notes(target, archive)
     if target.gpu is None:
         notes.append("no GPU given or detected: the plan is not checked against a GPU's compute capability")
     if b is not None and target.gpu is not None and _torch_coverage(b, target.gpu).verdict == "ptx_jit":
@@ -418,7 +484,7 @@ def _plan(m: Matrix, target: Target, cuda: CudaRelease, cudnn: Optional[CudnnRel
             notes.append(f"{name} {getattr(rec, key)}: matrix fields not confirmed by a source: "
                          f"{', '.join(rec.unconfirmed)}")
     return Plan(target, cuda, cudnn, trt, tr, b, driver_min, branch, verdict, tuple(notes), pip_only,
-                m.pip_suffix(cuda.cuda) if pip_only else None)
+                m.pip_suffix(cuda.cuda) if pip_only else None, archive)
 
 
 _LATEST = (("tensorrt", "TensorRT", "tensorrt_releases", "tensorrt"), ("torch", "torch", "torch_releases", "torch"),

@@ -15,7 +15,9 @@ The traps the steps avoid, with their sources:
   WSL breaks it (CUDA on WSL User Guide, "Step 3: Set Up a Linux Development
   Environment");
 * stale ``LD_LIBRARY_PATH``/``PATH`` entries of another CUDA: the environment
-  lines drop every other ``/usr/local/cuda*`` entry before adding this one.
+  lines drop every other ``/usr/local/cuda*`` entry before adding this one;
+* a plan from the distribution's archive (``Plan.archive``: Debian's nvidia-cuda-toolkit) enables the
+  archive's components in a sources file of its own and never adds NVIDIA's repository or cuda-keyring.
 """
 from __future__ import annotations
 
@@ -38,11 +40,36 @@ class Step:
 
 
 def toolkit_package(plan: Plan) -> str:
+    if plan.archive is not None:
+        return plan.archive.toolkit_package
     return f"cuda-toolkit-{plan.cuda.major}-{plan.cuda.minor}"
 
 
-def cuda_home(plan: Plan) -> str:
-    return f"/usr/local/cuda-{plan.cuda.cuda}"
+def cuda_home(plan: Plan) -> Optional[str]:
+    """Where the toolkit lives; None for the archive's, which is spread over /usr (nvcc in /usr/bin)."""
+    return None if plan.archive is not None else f"/usr/local/cuda-{plan.cuda.cuda}"
+
+
+#: Debian's archive entry, deb822 (wiki.debian.org/SourcesList), in a file of its own: the system's own entries
+#: are left as they are (a component listed twice only makes apt warn).
+_ARCHIVE_SOURCES = "/etc/apt/sources.list.d/debian-{suite}-{tag}.sources"
+
+
+def _archive_step(plan: Plan) -> Step:
+    a = plan.archive
+    assert a is not None
+    lines = ["Types: deb", "URIs: http://deb.debian.org/debian", f"Suites: {a.suite} {a.suite}-updates",
+             f"Components: main {' '.join(a.components)}",
+             "Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg"]
+    path = _ARCHIVE_SOURCES.format(suite=a.suite, tag="-".join(a.components))
+    printf = "printf '%s\\n' " + " ".join(f"'{line}'" for line in lines)
+    return Step(f"Debian's {' and '.join(a.components)} components", [
+        f"sh -c \"{printf} > {path}\"",
+        "apt-get update",
+    ], notes=[f"{a.toolkit_package} is in {a.suite}'s non-free component; Debian 12's sources list "
+              "main only by default. The entry goes in a file of its own; with contrib and non-free already "
+              "enabled, apt warns that they are configured twice, which is harmless.",
+              "Only Debian's archive: no NVIDIA repository, no cuda-keyring."])
 
 
 def _cudnn_packages(plan: Plan, rpm: bool) -> List[str]:
@@ -108,10 +135,25 @@ def _driver_step(plan: Plan, docker: bool) -> Step:
     if plan.driver_branch is None:
         have = f"the installed driver {t.driver}" if t.driver else "the installed driver"
         notes = [f"Keeping {have}; CUDA {plan.cuda.cuda} needs {plan.driver_min} or newer."]
-        if not plan.pip_only:
+        if plan.archive is not None:
+            notes.append(f"{plan.archive.toolkit_package} depends (through nvidia-cuda-dev) on libcuda1 (>= 520) or "
+                         "another package providing libcuda.so.1: with a driver dpkg does not know (NVIDIA's .run "
+                         f"installer), apt adds Debian's libcuda1 {plan.archive.driver_version} beside it, whose "
+                         "version must match the loaded kernel module (/proc/driver/nvidia/version); --driver "
+                         f"install plans Debian's {plan.archive.driver_package} instead.")
+        elif not plan.pip_only:
             notes.append("Install only cuda-toolkit-X-Y: the `cuda` and `cuda-drivers` meta-packages (and older CUDA "
                          ".deb/.rpm local repos) pull in their own driver and can replace a newer one.")
         return Step("Driver (kept)", notes=notes)
+    if plan.archive is not None:
+        a = plan.archive
+        return Step(f"Driver {plan.driver_branch} (Debian's {a.driver_package}, DKMS)", [
+            "apt-get install -y linux-headers-\"$(uname -r)\"", f"apt-get install -y {a.driver_package}"], notes=[
+            f"Debian's {a.driver_package} ({a.driver_version} in {a.suite} non-free); CUDA {plan.cuda.cuda} needs "
+            f"driver {plan.driver_min} or newer.",
+            "Secure Boot: if `mokutil --sb-state` says enabled, DKMS signs the module with a MOK key; enroll it at "
+            "the next boot (blue MOK screen) or the module will not load.",
+            "Reboot after this step, before using the GPU."])
     pkg = (t.os.driver_package or "nvidia-driver-{branch}").replace("{branch}", plan.driver_branch)
     notes = []
     if t.gpu is not None and int(t.gpu.sm[3:]) < 75 and "-open" in pkg:
@@ -133,9 +175,20 @@ def _driver_step(plan: Plan, docker: bool) -> Step:
 
 def _env_lines(plan: Plan) -> List[str]:
     home = cuda_home(plan)
+    if home is None:  # the archive's nvcc is /usr/bin/nvcc: only drop the CUDA that would shadow it
+        return [
+            "# Drop every /usr/local/cuda* entry from the search paths: its nvcc and libraries would shadow the ones "
+            "this plan installs in /usr.",
+            # grep exits 1 when nothing is left (an unset LD_LIBRARY_PATH): under `set -e -o pipefail` that ended the script.
+            "strip_cuda() { printf '%s' \"$1\" | tr ':' '\\n' | { grep -v '^/usr/local/cuda' || true; } | paste -sd: -; }",
+            "PATH=\"$(strip_cuda \"$PATH\")\"",
+            "LD_LIBRARY_PATH=\"$(strip_cuda \"${LD_LIBRARY_PATH:-}\")\"",
+            "export PATH LD_LIBRARY_PATH",
+        ]
     return [
         "# Drop every other CUDA from the search paths (a stale one loads the wrong libraries), then add this one.",
-        "strip_cuda() { printf '%s' \"$1\" | tr ':' '\\n' | grep -v '^/usr/local/cuda' | paste -sd: -; }",
+        # grep exits 1 when nothing is left (an unset LD_LIBRARY_PATH): under `set -e -o pipefail` that ended the script.
+        "strip_cuda() { printf '%s' \"$1\" | tr ':' '\\n' | { grep -v '^/usr/local/cuda' || true; } | paste -sd: -; }",
         "rest_path=\"$(strip_cuda \"$PATH\")\"",
         "rest_ld=\"$(strip_cuda \"${LD_LIBRARY_PATH:-}\")\"",
         f"export CUDA_HOME={home}",
@@ -180,11 +233,21 @@ def linux_steps(plan: Plan, docker: bool = False) -> List[Step]:
                            and os_.os != "wsl-ubuntu")
         return ([_repo_step(plan)] if installs_driver else []) + [_driver_step(plan, docker)] + ([venv] if venv else []) + [
             Step("Verify", user=["gpudoctor check"] if not docker else [])]
-    steps = [_repo_step(plan), _driver_step(plan, docker)]
-    steps.append(Step(f"CUDA {plan.cuda.cuda} toolkit", [f"{inst} {toolkit_package(plan)}"], notes=[
-        f"{toolkit_package(plan)} installs the compiler and libraries only, never a driver.",
-        f"Host compiler: nvcc {plan.cuda.cuda} accepts gcc <= {plan.cuda.max_gcc} and clang <= {plan.cuda.max_clang}.",
-    ]))
+    if plan.archive is not None:
+        a = plan.archive
+        steps = [_archive_step(plan), _driver_step(plan, docker)]
+        steps.append(Step(f"CUDA {plan.cuda.cuda} toolkit (Debian's {a.toolkit_package})",
+                          [f"{inst} {' '.join(a.packages)}"], notes=[
+            f"nvcc is {a.nvcc}; its profile picks g++-11 (nvcc {plan.cuda.cuda} accepts gcc <= {plan.cuda.max_gcc}). "
+            f"{' and '.join(a.packages[2:])} are needed too: nvcc runs `gcc` from PATH to read the host compiler's "
+            "properties first, and fails without it ('Failed to preprocess host compiler properties').",
+            "--no-install-recommends leaves out the profilers and Nsight tools (and the driver's kernel module)."]))
+    else:
+        steps = [_repo_step(plan), _driver_step(plan, docker)]
+        steps.append(Step(f"CUDA {plan.cuda.cuda} toolkit", [f"{inst} {toolkit_package(plan)}"], notes=[
+            f"{toolkit_package(plan)} installs the compiler and libraries only, never a driver.",
+            f"Host compiler: nvcc {plan.cuda.cuda} accepts gcc <= {plan.cuda.max_gcc} and clang <= {plan.cuda.max_clang}.",
+        ]))
     if plan.cudnn is not None:
         steps.append(Step(f"cuDNN {plan.cudnn.cudnn} for CUDA {plan.cuda.major}",
                           [f"{inst} {' '.join(_cudnn_packages(plan, rpm))}"]))
