@@ -138,6 +138,7 @@ class IndexSession:
         self.timeout = timeout
         self.checkers = dict(default_checkers(cache_dir) if checkers is None else checkers)
         self._answers: Dict[Tuple[str, str, Optional[str]], IndexAnswer] = {}
+        self._checks: Dict[tuple, "Check"] = {}  # the solver asks the same few requirements for every candidate
         self._down: Dict[str, str] = {}
         self._deadline: Optional[float] = None
 
@@ -195,7 +196,13 @@ class IndexSession:
     def check(self, kind: str, requirement: str, index, spec: Optional[str] = None) -> Check:
         """``requirement`` ("tensorrt-cu12==11.5.*" for pip; a package name for apt/dnf/winget, with ``spec``
         "=1.2-1" for a pinned one) against ``index`` (pip: the index URL or None for pip's own; others: the
-        source :func:`gpudoctor.install.apt_index.repository_for` names)."""
+        source :func:`gpudoctor.install.apt_index.repository_for` names). Memoised for the session."""
+        key = (kind, requirement, tuple(index) if isinstance(index, list) else index, spec)
+        if key not in self._checks:
+            self._checks[key] = self._check(kind, requirement, index, spec)
+        return self._checks[key]
+
+    def _check(self, kind: str, requirement: str, index, spec: Optional[str]) -> Check:
         name, matches = _parse(kind, requirement, spec)
         requirement = requirement + (spec or "")
         ans = self.answer(kind, name, index)
