@@ -55,7 +55,7 @@ def test_cuda_11_8_on_debian_12_installs_debians_packages_and_no_nvidia_reposito
     cmds = _root_commands(plan)
     assert "apt-get install -y --no-install-recommends nvidia-cuda-toolkit g++-11 gcc g++" in cmds
     # contrib and non-free enabled (in a sources file of its own) before apt-get update, then the install
-    enable = next(i for i, c in enumerate(cmds) if "Components: main contrib non-free" in c)
+    enable = next(i for i, c in enumerate(cmds) if "Components: contrib non-free" in c)
     assert cmds[enable + 1] == "apt-get update" and cmds.index(
         "apt-get install -y --no-install-recommends nvidia-cuda-toolkit g++-11 gcc g++") > enable
     script = render(plan, "sh")
@@ -78,7 +78,7 @@ def test_the_sources_entry_gives_apt_the_contrib_and_non_free_indexes(tmp_path):
                           "Identifier: Packages"], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     got = set(out.stdout.split("\n")) - {""}
-    assert {"bookworm main", "bookworm contrib", "bookworm non-free"} <= got, got
+    assert {"bookworm contrib", "bookworm non-free"} <= got and "bookworm main" not in got, got  # main: the system's
 
 
 def test_the_plan_is_verified_against_debians_index(tmp_path):
@@ -196,3 +196,14 @@ def test_cli_plans_it_and_says_the_channel(capsys):
     assert rc == 0
     assert out["cuda"]["channel"] == "distribution archive" and out["cuda"]["package"] == "nvidia-cuda-toolkit"
     assert out["cuda"]["archive_version"] == "11.8.89~11.8.0-5~deb12u1" and out["cudnn"] is None
+
+
+def test_an_archive_driver_older_than_the_stack_needs_is_refused():
+    import dataclasses
+
+    FAKE_old_driver = dataclasses.replace(DEB12, archive_cuda=dataclasses.replace(
+        DEB12.archive_cuda, driver_version="510.47.03-1"))  # older than CUDA 11.8's 520.61.05
+    with pytest.raises(PlanError) as exc:
+        solve(M, Target(FAKE_old_driver, None, None, "install"), Pins(cuda="11.8"))
+    assert "Debian's nvidia-driver 510.47.03 is older than the 520.61.05 the stack needs" in str(exc.value)
+    assert solve(M, Target(FAKE_old_driver, None, None, "keep"), Pins(cuda="11.8")).archive is not None

@@ -403,12 +403,13 @@ def _try_cuda(m: Matrix, target: Target, pins: Pins, cuda: CudaRelease, allow_mv
                             trts.append(t)
             for trt in _confirmed_first(trts):
                 plan = _plan(m, target, cuda, cudnn, trt, tr, b, pins.pip_only, archive)
-                reason = archive_driver_fits(plan) or (served(plan) if served is not None else None)
+                no_driver = archive_driver_fits(plan)
+                reason = no_driver or (served(plan) if served is not None else None)
                 if reason is None:
                     skipped = [f"skipped: {r}" for r in dict.fromkeys(unserved or ())]
                     return dataclasses.replace(plan, notes=plan.notes + tuple(skipped[:3]))
-                if plan.archive is not None and reason == archive_driver_fits(plan):
-                    why.append(reason)
+                if no_driver:
+                    why.append(no_driver)
                 elif unserved is not None:
                     unserved.append(reason)
     return None
@@ -430,7 +431,7 @@ def _archive_notes(target: Target, a: ArchiveCuda) -> List[str]:
     name = _archive_name(target.os)
     notes = [f"{name}'s own packaging of CUDA {a.cuda} ({a.toolkit_package} {a.toolkit_version} from {a.suite} "
              f"{'/'.join(a.components)}), not NVIDIA's repository: nvcc is {a.nvcc}, a wrapper whose profile puts "
-             f"the toolkit's gcc/g++ (g++-11 here) first; {' '.join(a.packages[1:])} come with it because nvcc runs "
+             f"the toolkit's gcc/g++ ({a.packages[1]}) first; {' '.join(a.packages[1:])} come with it because nvcc runs "
              "`gcc` from PATH to read the host compiler's properties before that wrapper applies."]
     if not a.cudnn:
         notes.append(f"No cuDNN: {name}'s archive has none that installs without NVIDIA's servers (its nvidia-cudnn "

@@ -50,8 +50,8 @@ def cuda_home(plan: Plan) -> Optional[str]:
     return None if plan.archive is not None else f"/usr/local/cuda-{plan.cuda.cuda}"
 
 
-#: Debian's archive entry, deb822 (wiki.debian.org/SourcesList), in a file of its own: the system's own entries
-#: are left as they are (a component listed twice only makes apt warn).
+#: Debian's archive entry, deb822 (wiki.debian.org/SourcesList), in a file of its own with only the components
+#: main lacks: the system's own entries are left as they are (a component listed twice only makes apt warn).
 _ARCHIVE_SOURCES = "/etc/apt/sources.list.d/debian-{suite}-{tag}.sources"
 
 
@@ -59,7 +59,7 @@ def _archive_step(plan: Plan) -> Step:
     a = plan.archive
     assert a is not None
     lines = ["Types: deb", "URIs: http://deb.debian.org/debian", f"Suites: {a.suite} {a.suite}-updates",
-             f"Components: main {' '.join(a.components)}",
+             f"Components: {' '.join(a.components)}",
              "Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg"]
     path = _ARCHIVE_SOURCES.format(suite=a.suite, tag="-".join(a.components))
     printf = "printf '%s\\n' " + " ".join(f"'{line}'" for line in lines)
