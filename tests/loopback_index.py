@@ -15,11 +15,24 @@ JSON = "application/vnd.pypi.simple.v1+json"
 
 
 def recorded_routes() -> Dict[str, Tuple[int, str, bytes]]:
+    """The recorded pages; a file recorded whole (tests/data/indexes/pypi/files/, the TensorRT sdists) is
+    linked from its page as /files/NAME and served from here, as PyPI would serve it."""
+    import json
+
     routes = {}
+    files_dir = os.path.join(DATA, "pypi", "files")
+    kept = set(os.listdir(files_dir)) if os.path.isdir(files_dir) else set()
+    for fname in kept:
+        with open(os.path.join(files_dir, fname), "rb") as fh:
+            routes[f"/files/{fname}"] = (200, "application/octet-stream", fh.read())
     for fname in os.listdir(os.path.join(DATA, "pypi")):
         if fname.endswith(".json"):
             with open(os.path.join(DATA, "pypi", fname), "rb") as fh:
-                routes[f"/simple/{fname[:-5]}/"] = (200, JSON, fh.read())
+                page = json.load(fh)
+            for f in page.get("files") or []:
+                if f.get("filename") in kept:
+                    f["url"] = f"/files/{f['filename']}"
+            routes[f"/simple/{fname[:-5]}/"] = (200, JSON, json.dumps(page).encode())
     with open(os.path.join(DATA, "pytorch", "FAKE-cu130-torch.html"), "rb") as fh:
         routes["/whl/cu130/torch/"] = (200, "text/html", fh.read())
     return routes

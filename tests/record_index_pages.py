@@ -25,7 +25,11 @@ from packaging.version import InvalidVersion
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "data", "indexes")
 NAMES = ("tensorrt-cu12", "tensorrt-cu13", "nvidia-cudnn-cu12", "nvidia-cuda-runtime-cu12", "nvidia-cuda-nvrtc-cu12",
-         "torch")
+         "torch", "tensorrt-cu12-libs", "tensorrt-cu12-bindings")
+#: Real sdists kept whole (a few KB each) so that the loopback index serves what pip would build: the TensorRT
+#: meta package pins its parts in PKG-INFO, and the libs part's pyproject.toml names pypi.nvidia.com (wheel-stub);
+#: the bindings part is a wheel.
+SDISTS = ("tensorrt_cu12-11.4.0.106.tar.gz", "tensorrt_cu12_libs-11.4.0.106.tar.gz")
 KEEP_FILES = 3
 FAKE_INDEX = "cu130"
 
@@ -83,6 +87,14 @@ def main() -> int:
             json.dump(trim(pages[name]), fh, indent=0)
     with open(os.path.join(OUT, "pytorch", f"FAKE-{FAKE_INDEX}-torch.html"), "w", encoding="utf-8") as fh:
         fh.write(fake_pytorch_page(pages["torch"]))
+    os.makedirs(os.path.join(OUT, "pypi", "files"), exist_ok=True)
+    for page in pages.values():
+        for f in page["files"]:
+            if f["filename"] in SDISTS:
+                r = requests.get(f["url"], timeout=60)
+                r.raise_for_status()
+                with open(os.path.join(OUT, "pypi", "files", f["filename"]), "wb") as fh:
+                    fh.write(r.content)
     return 0
 
 

@@ -80,9 +80,9 @@ def test_a_stale_entry_is_not_used(idx, tmp_path):
     served("tensorrt-cu12", _simple(idx), cache_dir=str(tmp_path))
     page = f"{_simple(idx)}/tensorrt-cu12/"
     cache = Cache("pip-index", root=str(tmp_path))
-    data = cache.get_json({"format": 1, "page": page})
+    data = cache.get_json({"format": pip_index._CACHE_FORMAT, "page": page})
     data["fetched_at"] = time.time() - pip_index.CACHE_TTL - 60
-    cache.put_json({"format": 1, "page": page}, data)
+    cache.put_json({"format": pip_index._CACHE_FORMAT, "page": page}, data)
     a = served("tensorrt-cu12", _simple(idx), cache_dir=str(tmp_path))
     assert not a.from_cache and len(idx.requests) == 2
     offline = served("tensorrt-cu12", _simple(idx), cache_dir=str(tmp_path), offline=True)
@@ -100,7 +100,7 @@ def test_a_corrupt_or_foreign_entry_is_not_used(idx, tmp_path):
                 {"page": page, "name": "tensorrt-cu12", "versions": ["not a version"], "fetched_at": time.time()},
                 {"page": page, "name": "tensorrt-cu12", "versions": "11.5.0", "fetched_at": time.time()},
                 ["11.5.0"]):
-        cache.put_json({"format": 1, "page": page}, bad)
+        cache.put_json({"format": pip_index._CACHE_FORMAT, "page": page}, bad)
         assert not served("tensorrt-cu12", _simple(idx), offline=True, cache_dir=str(tmp_path)).known, bad
     assert served("tensorrt-cu12", _simple(idx), cache_dir=str(tmp_path)).versions[-1] == "11.4.0.106"
 

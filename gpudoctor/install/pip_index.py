@@ -34,7 +34,7 @@ PYPI = "https://pypi.org/simple"
 CACHE_TTL = 3600.0
 _JSON = "application/vnd.pypi.simple.v1+json"
 _ACCEPT = f"{_JSON}, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.1"
-_CACHE_FORMAT = 1
+_CACHE_FORMAT = 2  # 2: sdist-only versions kept
 
 
 def redact_url(url: str) -> str:
@@ -43,6 +43,17 @@ def redact_url(url: str) -> str:
     if "@" not in parts.netloc:
         return url
     return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
+
+
+def with_credentials_of(url: str, index_url: Optional[str]) -> str:
+    """``url`` (a file link read from ``index_url``'s page, credentials removed) with the index's own user and
+    password again when it is on the same host, as pip sends them; else ``url`` as it is."""
+    if not index_url:
+        return url
+    idx, target = urlsplit(index_url), urlsplit(url)
+    if "@" not in idx.netloc or "@" in target.netloc or target.netloc != idx.netloc.rsplit("@", 1)[1]:
+        return url
+    return urlunsplit(target._replace(netloc=idx.netloc))
 
 
 def _pip_config_files(env: Mapping[str, str]) -> List[str]:
@@ -135,15 +146,23 @@ def versions_from_page(body: bytes, content_type: str, name: str) -> Tuple[str, 
 
     ``content_type`` picks the form (PEP 691 JSON or PEP 503 HTML); raises ValueError for a page that is
     neither (a captive portal, an error page)."""
+    return files_from_page(body, content_type, name)[0]
+
+
+def files_from_page(body: bytes, content_type: str, name: str, page: str = "") -> Tuple[Tuple[str, ...], Dict[str, str]]:
+    """(:func:`versions_from_page`, {version: its sdist's URL} for each version served as an sdist only): pip
+    builds such a version at install, and what that build fetches is not on this page (NVIDIA's TensorRT
+    packages on PyPI are sdists whose build downloads the wheel from pypi.nvidia.com). ``page`` resolves
+    relative links."""
     norm = canonicalize_name(name)
-    names: List[Tuple[str, bool]] = []
+    names: List[Tuple[str, bool, str]] = []
     if content_type.split(";")[0].strip() == _JSON:
         data = json.loads(body)
         if not isinstance(data, dict) or not isinstance(data.get("files"), list):
             raise ValueError("a JSON page without a files list is not a PEP 691 project page")
         for f in data["files"]:
             if isinstance(f, dict) and isinstance(f.get("filename"), str):
-                names.append((f["filename"], bool(f.get("yanked"))))
+                names.append((f["filename"], bool(f.get("yanked")), str(f.get("url") or "")))
     else:
         text = body.decode("utf-8", "replace")
         if "<a" not in text.lower() and "<html" not in text.lower():
@@ -152,9 +171,17 @@ def versions_from_page(body: bytes, content_type: str, name: str) -> Tuple[str, 
         parser.feed(text)
         for href, label, yanked in parser.files:
             fname = label.strip() or href.split("#")[0].rsplit("/", 1)[-1]
-            names.append((fname, yanked))
-    found = {v for fname, yanked in names if not yanked for v in [_version_of(fname, norm)] if v}
-    return tuple(sorted(found, key=Version))
+            names.append((fname, yanked, href))
+    wheels: set = set()
+    sdists: Dict[str, str] = {}
+    for fname, yanked, url in names:
+        v = None if yanked else _version_of(fname, norm)
+        if v and fname.endswith(".whl"):
+            wheels.add(v)
+        elif v:
+            sdists.setdefault(v, urljoin(page, url.split("#")[0]) if url else "")
+    found = wheels | set(sdists)
+    return tuple(sorted(found, key=Version)), {v: u for v, u in sdists.items() if v not in wheels and u}
 
 
 # --------------------------------------------------------------------------- cache
@@ -186,13 +213,18 @@ def _from_cache(page: str, name: str, shown: str, cache_dir: Optional[str], now:
         versions = tuple(str(Version(v)) for v in data["versions"])
     except InvalidVersion:
         return None
-    return IndexAnswer("pip", name, shown, versions, None, float(data["fetched_at"]), True)
+    sdist_only = data.get("sdist_only") or {}
+    if not (isinstance(sdist_only, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in sdist_only.items())):
+        return None
+    return IndexAnswer("pip", name, shown, versions, None, float(data["fetched_at"]), True,
+                       extra={"sdist_only": sdist_only})
 
 
 def _to_cache(page: str, answer: IndexAnswer, cache_dir: Optional[str]) -> None:
     try:
         _cache(cache_dir).put_json(_cache_inputs(page), {"page": page, "name": answer.name,
                                                          "versions": list(answer.versions or ()),
+                                                         "sdist_only": answer.extra.get("sdist_only") or {},
                                                          "fetched_at": answer.fetched_at})
     except OSError:
         pass  # an unwritable cache costs the next run a request, nothing else
@@ -255,9 +287,11 @@ def served(name: str, index_url: Optional[str] = None, *, offline: bool = False,
         return IndexAnswer("pip", norm, shown, None, f"HTTP {resp.status_code} {resp.reason or ''}".strip())
     else:
         try:
-            versions = versions_from_page(resp.content, resp.headers.get("Content-Type", ""), norm)
+            versions, sdist_only = files_from_page(resp.content, resp.headers.get("Content-Type", ""), norm, page)
         except (ValueError, UnicodeDecodeError) as exc:
             return IndexAnswer("pip", norm, shown, None, f"not an index page ({_one_line(exc)})")
-        answer = IndexAnswer("pip", norm, shown, versions, None, fetched)
+        # never a credential in an answer (printed, cached): with_credentials_of() puts the index's back
+        answer = IndexAnswer("pip", norm, shown, versions, None, fetched,
+                             extra={"sdist_only": {v: redact_url(u) for v, u in sdist_only.items()}})
     _to_cache(page, answer, cache_dir)
     return answer

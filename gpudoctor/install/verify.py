@@ -9,6 +9,7 @@ An index that cannot answer makes a requirement "unverified", with the reason, n
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 import threading
@@ -136,6 +137,7 @@ class IndexSession:
                  checkers: Optional[Mapping[str, Checker]] = None, cache_dir: Optional[str] = None) -> None:
         self.offline = offline
         self.timeout = timeout
+        self.cache_dir = cache_dir
         self.checkers = dict(default_checkers(cache_dir) if checkers is None else checkers)
         self._answers: Dict[Tuple[str, str, Optional[str]], IndexAnswer] = {}
         self._checks: Dict[tuple, "Check"] = {}  # the solver asks the same few requirements for every candidate
@@ -197,12 +199,47 @@ class IndexSession:
         """``requirement`` ("tensorrt-cu12==11.5.*" for pip; a package name for apt/dnf/winget, with ``spec``
         "=1.2-1" for a pinned one) against ``index`` (pip: the index URL or None for pip's own; others: the
         source :func:`gpudoctor.install.apt_index.repository_for` names). Memoised for the session."""
+        return self._memo_check(kind, requirement, index, spec, 0)
+
+    def _memo_check(self, kind: str, requirement: str, index, spec: Optional[str], depth: int) -> Check:
         key = (kind, requirement, tuple(index) if isinstance(index, list) else index, spec)
         if key not in self._checks:
-            self._checks[key] = self._check(kind, requirement, index, spec)
+            self._checks[key] = self._check(kind, requirement, index, spec, depth)
         return self._checks[key]
 
-    def _check(self, kind: str, requirement: str, index, spec: Optional[str]) -> Check:
+    def _built_from(self, served: Check, sdist_url: str, depth: int) -> Check:
+        """A pip requirement whose chosen version is served as an sdist only: pip builds it at install, and what
+        that build fetches decides (:mod:`gpudoctor.install.sdist_source`): a wheel-stub's wheel from the index
+        its pyproject names, a meta package's pinned parts. The worst of those is this requirement's status,
+        with the chain in its reason."""
+        from gpudoctor.install.sdist_source import build_source
+
+        if depth >= 2:
+            return served
+        remaining = (self._deadline - time.monotonic()) if self._deadline else self.timeout
+        src = build_source(sdist_url, offline=self.offline, timeout=max(0.5, min(self.timeout, remaining)),
+                           cache_dir=self.cache_dir)
+        version = served.matching[-1]
+        if src.get("error"):
+            return dataclasses.replace(served, status=UNVERIFIED, reason=(
+                f"{served.name} {version} is an sdist, built at install; {src['error']}"))
+        if src.get("stub_index"):  # its wheel comes from that index when pip builds it
+            got = self._memo_check("pip", f"{served.name}=={version}", src["stub_index"], None, depth + 1)
+            if got.status != SERVED:
+                answer = "does not serve it" if got.status == NOT_SERVED else "did not answer"
+                return dataclasses.replace(served, status=got.status, reason=(
+                    f"{served.name} {version} is a wheel-stub sdist: its wheel comes from {src['stub_index']} at "
+                    f"install, and that index {answer} ({got.reason})"))
+        for req in src.get("requires") or []:
+            if "==" not in req or ";" in req:
+                continue  # only the exact parts a meta package pins
+            got = self._memo_check("pip", req, served.index.rstrip("/").rsplit("/", 1)[0] + "/", None, depth + 1)
+            if got.status != SERVED:
+                return dataclasses.replace(served, status=got.status, reason=(
+                    f"{served.name} {version} is an sdist that pins {req}: {got.reason}"))
+        return served
+
+    def _check(self, kind: str, requirement: str, index, spec: Optional[str], depth: int = 0) -> Check:
         name, matches = _parse(kind, requirement, spec)
         requirement = requirement + (spec or "")
         ans = self.answer(kind, name, index)
@@ -213,8 +250,14 @@ class IndexSession:
         matching = matches(versions)
         newest = versions[-1] if versions else None
         if matching:
-            return Check(kind, requirement, name, ans.index, SERVED, matching, newest, None, ans.fetched_at,
-                         ans.from_cache)
+            served = Check(kind, requirement, name, ans.index, SERVED, matching, newest, None, ans.fetched_at,
+                           ans.from_cache)
+            sdist = (ans.extra.get("sdist_only") or {}).get(matching[-1]) if kind == "pip" else None
+            if not sdist:
+                return served
+            from gpudoctor.install.pip_index import with_credentials_of
+
+            return self._built_from(served, with_credentials_of(sdist, index), depth)
         where = index_label(ans.index)
         if not versions:
             why = f"{requirement} is not on {where}: it has no project {name}"
