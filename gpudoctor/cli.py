@@ -41,6 +41,9 @@ def build_parser(check_only: bool = False) -> argparse.ArgumentParser:
                    help="colours: auto (a terminal without NO_COLOR), always or never; pipes are never wrapped")
     c.add_argument("--no-cache", action="store_true",
                    help="build the smoke test and rescan binaries even when a verified cached result exists")
+    c.add_argument("--offline", action="store_true",
+                   help="ask no package index whether the packages the fixes install are served (also: "
+                        "GPUDOCTOR_OFFLINE=1)")
     c.add_argument("--timeout", type=float, default=30.0, metavar="S",
                    help="the check finishes within S seconds whatever hangs (default 30); a tool that does not "
                         "answer in time is reported with its path")
@@ -393,7 +396,8 @@ def _main(argv=None) -> int:
     annotate(report, args.timeout)  # a failed tool's own words, read with explain's knowledge (docs/architecture.md)
     from gpudoctor.install.fix_check import check_fix_wheels  # stdlib only unless a shown fix pins a wheel
 
-    check_fix_wheels(report, min(args.timeout, 5.0))  # a pinned wheel its index does not serve gets a note
+    offline = getattr(args, "offline", False) or os.environ.get("GPUDOCTOR_OFFLINE") == "1"
+    check_fix_wheels(report, min(args.timeout, 5.0), offline=offline)  # an unserved package gets a note
     from gpudoctor.findings import Severity
 
     args.strict = args.strict or chosen["policy"].strict

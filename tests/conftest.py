@@ -32,6 +32,9 @@ def _isolate(setenv, delenv, base) -> None:
         setenv(var, d)
     for var in [v for v in os.environ if v.startswith("GPUDOCTOR_") and v != "GPUDOCTOR_REQUIRE_REAL"]:
         delenv(var)
+    # `check` asks no package index about its fixes' packages (tests/test_fix_wheels.py asks on purpose):
+    # every test has its own cache, and would otherwise fetch Debian's 9 MB package index again
+    setenv("GPUDOCTOR_OFFLINE", "1")
 
 
 @pytest.fixture(scope="session", autouse=True)

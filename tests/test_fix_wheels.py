@@ -63,3 +63,38 @@ def test_a_healthy_report_asks_no_index_and_imports_no_http_library(idx):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert idx.requests == []
+
+
+def test_an_os_package_a_fix_installs_is_asked_of_the_repositories_this_os_uses(monkeypatch, tmp_path):
+    """On Debian 12 (the platform probe's facts), a fix's ``apt-get install`` packages are asked of NVIDIA's
+    repository and Debian's archive (served here from loopback: Debian's recorded bookworm Packages, NVIDIA's
+    FAKE debian12 Packages): one neither serves gets a note; one Debian serves, or one only NVIDIA's has,
+    does not."""
+    from types import SimpleNamespace
+
+    from gpudoctor.install import apt_index
+    from gpudoctor.install.fix_check import os_packages
+    from tests.test_apt_index import _Server, debian
+
+    server = _Server()
+    try:
+        monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+        monkeypatch.setattr(apt_index, "repository_for", lambda info, kind="nvidia": (
+            server.url + "/nvidia/debian12/x86_64/Packages.gz" if kind == "nvidia" else debian(server)))
+        platform = SimpleNamespace(facts={"system": "Linux", "os": {"id": "debian", "version_id": "12"}})
+
+        def report(*cmds):
+            r = _Report(*[_finding(c) for c in cmds])
+            r.probes = {"platform": platform}
+            return r
+
+        r = report("sudo apt-get install -y libcudnn9-cuda-12", "sudo apt-get install -y nvidia-cuda-toolkit g++-11",
+                   "sudo apt-get install -y libcudnn9-cuda-99 linux-headers-$(uname -r)")
+        assert check_fix_wheels(r) == 1
+        assert [f.fixes[0].summary.endswith("wheel.") for f in r.findings] == [True, True, False]
+        assert "libcudnn9-cuda-99 is in none of" in r.findings[2].fixes[0].summary
+    finally:
+        server.close()
+    assert os_packages("sudo apt-get install -y linux-headers-$(uname -r) nvidia-driver && sudo reboot") == \
+        [("apt", "nvidia-driver")]
+    assert os_packages("sudo dnf install -y kernel-devel-$(uname -r)") == []
