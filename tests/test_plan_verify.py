@@ -195,3 +195,15 @@ def test_against_the_real_pypi_every_requirement_of_a_latest_plan_is_served(monk
     # parts: pypi.nvidia.com) may stay unverified, where that index does not answer
     for c in doc["verification"]["checks"]:
         assert c["status"] == "served" or "wheel-stub sdist" in c["reason"], c
+
+
+def test_a_release_passed_over_is_blamed_on_its_own_wheel_not_on_another_latest(idx, tmp_path, monkeypatch):
+    """TensorRT latest and torch latest on Ubuntu 22.04 (Python 3.10): with TensorRT 11.5 every torch fails,
+    the newest for Python 3.10 and the others because tensorrt-cu13==11.5.* is not served; the note on TensorRT
+    11.5 names its own wheel, not torch's Python."""
+    _nvidia_index_at(monkeypatch, f"http://127.0.0.1:{closed_port()}/")
+    target = Target(M.os_info("ubuntu-22.04"), GpuTarget("H100", "9.0"), None, "install")
+    plan = solve(M, target, Pins(tensorrt="latest", torch="latest"), served=_session(tmp_path).unserved)
+    note = next(n for n in plan.notes if n.startswith("TensorRT 11.5 (newer) does not fit: "))
+    assert note.startswith("TensorRT 11.5 (newer) does not fit: tensorrt-cu") and "==11.5.* is not on" in note
+    assert "Python" not in note and plan.tensorrt.tensorrt == "11.4"

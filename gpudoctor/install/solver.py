@@ -19,6 +19,7 @@ with the reasons the pinned versions cannot work together. The constraints
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple
 
@@ -510,14 +511,26 @@ def solve(m: Matrix, target: Target, pins: Pins = Pins(), served: Optional[Serve
             try:  # the pin stands for "latest": minor-version compatibility stays as unpinned
                 plan = _solve_latest(m, target, dataclasses.replace(pins, **{part: version}), pins, served)
             except PlanError as exc:
-                passed_over.append(f"{label} {version} (newer) does not fit: "
-                                   f"{exc.reasons[0] if exc.reasons else exc.summary}")
+                passed_over.append(f"{label} {version} (newer) does not fit: {_own_reason(exc, label)}")
                 continue
             notes = tuple(passed_over[:3]) + ((f"and {len(passed_over) - 3} more newer {label} releases",)
                                                if len(passed_over) > 3 else ())
             return dataclasses.replace(plan, notes=plan.notes + notes)
         raise PlanError(f"no {label} release in the matrix fits", passed_over[:8])
     return _solve(m, target, pins, served=served)
+
+
+_NESTED = re.compile(r"^(?:\S+ \S+ \(newer\) does not fit: )+")
+
+
+def _own_reason(exc: PlanError, label: str) -> str:
+    """Why a release was passed over, without blaming another component: when another "latest" was resolved
+    inside (every torch tried with TensorRT 11.5), the first of its reasons that names this component (the
+    unserved ``tensorrt-cu13==11.5.*``) rather than the first overall (torch 2.15's Python), nested prefixes
+    removed."""
+    reasons = [_NESTED.sub("", r) for r in exc.reasons] or [exc.summary]
+    word = label.lower()
+    return next((r for r in reasons if word in r.lower()), reasons[0])
 
 
 def _solve_latest(m: Matrix, target: Target, pins: Pins, asked: Pins, served: Optional[Served] = None) -> Plan:
