@@ -270,10 +270,8 @@ def _os_id(v: Any) -> Optional[str]:
 _PKG_VERSION = _regex_str(re.compile(r"^\d[\w.+~:-]*$"), "a package version like '9.1.1.17-1'")
 
 
-def _torch_build(v: Any) -> Optional[str]:
-    if not isinstance(v, dict):
-        return "must be an object"
-    fields = {"cuda": _MM, "index_url": _URL, "cudnn": _MM_OPT, "sass": _list_of(_sm), "ptx": _list_of(_ptx)}
+def _exact_fields(v: dict, fields: Dict[str, Callable[[Any], Optional[str]]]) -> Optional[str]:
+    """The first field of ``fields`` missing from ``v`` or failing its check, or a field ``v`` has beyond them."""
     for k, check in fields.items():
         if k not in v:
             return f"misses field '{k}'"
@@ -282,6 +280,13 @@ def _torch_build(v: Any) -> Optional[str]:
             return f"field '{k}' {err}"
     extra = set(v) - set(fields)
     return f"has unknown field(s) {sorted(extra)}" if extra else None
+
+
+def _torch_build(v: Any) -> Optional[str]:
+    if not isinstance(v, dict):
+        return "must be an object"
+    fields = {"cuda": _MM, "index_url": _URL, "cudnn": _MM_OPT, "sass": _list_of(_sm), "ptx": _list_of(_ptx)}
+    return _exact_fields(v, fields)
 
 
 def _ptx(v: Any) -> Optional[str]:
@@ -360,14 +365,7 @@ def _archive_cuda(v: Any) -> Optional[str]:
               "packages": _list_of(_DEB_NAME, allow_empty=False), "toolkit_version": _DEB_VERSION,
               "nvcc": _matching(re.compile(r"^/\S+$"), "an absolute path"), "driver_package": _DEB_NAME,
               "driver_version": _DEB_VERSION, "cudnn": _nullable(_DEB_NAME)}
-    for k, check in fields.items():
-        if k not in v:
-            return f"misses field '{k}'"
-        err = check(v[k])
-        if err:
-            return f"field '{k}' {err}"
-    extra = set(v) - set(fields)
-    return f"has unknown field(s) {sorted(extra)}" if extra else None
+    return _exact_fields(v, fields)
 
 
 _OS_SCHEMA: _Schema = {
