@@ -2,7 +2,6 @@
 TensorRT sdists recorded from PyPI (tests/data/indexes/pypi/files/) served on loopback, and what that means for
 a plan: a FAKE pypi.nvidia.com page on loopback (the real host is not reachable from here) that serves the
 libs part's wheel, or not."""
-import functools
 import io
 import tarfile
 

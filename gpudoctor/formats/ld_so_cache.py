@@ -40,7 +40,7 @@ from __future__ import annotations
 import os
 import stat
 import struct
-from typing import Dict, List, Optional, Tuple
+from typing import List, Optional, Tuple
 
 OLD_MAGIC = b"ld.so-1.7.0"
 NEW_MAGIC = b"glibc-ld.so.cache1.1"  # CACHEMAGIC_NEW followed by CACHE_VERSION

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import bisect
 import fnmatch
-import glob
 import os
 import re
 import site

@@ -6,7 +6,6 @@ and the GPU frameworks' distributions with the CUDA they were built for. Facts o
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 from typing import Dict, List, Optional

@@ -277,7 +277,6 @@ def toolkit_facts(view, records: List[dict]) -> dict:
     :class:`gpudoctor.probes.facts_toolkit.ToolkitFacts`) for the root's nvccs, read from their files, so the live
     rules (compiler bounds, mixed toolkits, the inventory, PTX against the driver) judge them. An nvcc whose
     release no file says is left out, with a problem record."""
-    from gpudoctor.probes import facts_toolkit as ft
 
     by_home = {r["realpath"]: r for r in records if r.get("realpath")}
     out, homes, problems = [], set(), []
@@ -289,8 +288,10 @@ def toolkit_facts(view, records: List[dict]) -> dict:
         homes.add(home)
         record = by_home.get(home) or {"nvcc_says": nvcc_says(view, real)}
         if not _release(record.get("nvcc_says"), record.get("version")):
-            problems.append({"path": path, "what": f"{path}: no file says its release (no version line in the "
-                                                    "binary, no version.json or cuda_runtime_api.h beside it)"})
+            from gpudoctor.process.problems import record as problem
+
+            problems.append(problem(path, "unparsable", f"{path}: no file says its release (no version line in the "
+                                                        "binary, no version.json or cuda_runtime_api.h beside it)"))
             continue
         out.append(_live_toolkit(view, path, via, record, problems))
     on_path = view.which("nvcc")

@@ -13,7 +13,7 @@ import shutil
 import stat
 import sys
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple, Union
+from typing import Dict, List, Tuple, Union
 
 from gpudoctor.sysroot.image_archive import OuterArchive, Plan, docker_save_plan, oci_plan
 from gpudoctor.sysroot.image_layers import RootWriter

@@ -186,7 +186,6 @@ def cudnn_copies(view, toolkits: List[dict], pythons: List[dict], problems: List
     8, where ``zlibwapi.dll`` is found by the standard search order of a program in that directory (its
     ``shadowed`` copies included), else None."""
     from gpudoctor.formats.cudnn import parse_cudnn_version_header
-    from gpudoctor.process.problems import record
 
     installer = ntpath.join(program_files(view), "NVIDIA", "CUDNN")
     fixed = [(d, "cuDNN installer") for pattern in ("v*\\bin", "v*\\bin\\*", "v*\\bin\\*\\x64")
@@ -198,16 +197,8 @@ def cudnn_copies(view, toolkits: List[dict], pythons: List[dict], problems: List
         unnamed = not copy["built_for_cuda"]["from_path"]
         copy["built_for_cuda"]["from_kernels"] = _kernel_isas(view, copy["dlls"], problems) if unnamed else []
         copy["built_for_cuda"]["from_load_names"] = _load_names(view, copy["dlls"], problems, pe) if unnamed else []
-        copy["header"] = None
-        for h in _headers_near(group["dir"], ("cudnn_version.h", "cudnn.h")):
-            text = optional_text(view, h, problems)
-            if text is None:
-                continue
-            parsed = parse_cudnn_version_header(text)
-            if parsed is None:
-                problems.append(record(h, "unparsable", f"{h} has no CUDNN_MAJOR, CUDNN_MINOR and CUDNN_PATCHLEVEL"))
-            copy["header"] = {"path": h, "version": ".".join(map(str, parsed)) if parsed else None}
-            break
+        copy["header"] = _version_header(view, group["dir"], ("cudnn_version.h", "cudnn.h"), parse_cudnn_version_header,
+                                         "has no CUDNN_MAJOR, CUDNN_MINOR and CUDNN_PATCHLEVEL", problems)
         copy["zlibwapi"] = None
         if "8" in copy["majors_from_names"]:
             order = dll_search.search_order(view, group["dir"], python_extension=False)
@@ -215,6 +206,23 @@ def cudnn_copies(view, toolkits: List[dict], pythons: List[dict], problems: List
                                 "found": dll_search.find_dll(view, "zlibwapi.dll", order)}
         out.append(copy)
     return out
+
+
+def _version_header(view, directory: str, names, parse, lacks: str, problems: List[dict]) -> Optional[dict]:
+    """``{"path", "version"}`` of the first readable header of ``names`` next to ``directory`` (``version``:
+    ``parse``'s parts joined with dots, None when it found none, with an "unparsable" problem saying what the
+    header ``lacks``), or None when there is none."""
+    from gpudoctor.process.problems import record
+
+    for h in _headers_near(directory, names):
+        text = optional_text(view, h, problems)
+        if text is None:
+            continue
+        parsed = parse(text)
+        if parsed is None:
+            problems.append(record(h, "unparsable", f"{h} {lacks}"))
+        return {"path": h, "version": ".".join(str(p) for p in parsed if p is not None) if parsed else None}
+    return None
 
 
 def tensorrt_copies(view, toolkits: List[dict], pythons: List[dict], problems: List[dict], pe) -> List[dict]:
@@ -225,7 +233,6 @@ def tensorrt_copies(view, toolkits: List[dict], pythons: List[dict], problems: L
     ``version`` "10.14.1.48" (or "8.6.1" without a build number) from
     :func:`gpudoctor.formats.tensorrt_header.parse_nvinfer_version_header`."""
     from gpudoctor.formats.tensorrt_header import parse_nvinfer_version_header
-    from gpudoctor.process.problems import record
 
     bases = ["C:\\TensorRT-*", ntpath.join(program_files(view), "NVIDIA", "TensorRT*")]
     fixed = [(d, "TensorRT folder") for base in bases for sub in ("bin", "lib")
@@ -234,16 +241,7 @@ def tensorrt_copies(view, toolkits: List[dict], pythons: List[dict], problems: L
     out = []
     for group in groups.values():
         copy = _common(group, toolkits, pe)
-        copy["header"] = None
-        for h in _headers_near(group["dir"], ("NvInferVersion.h",)):
-            text = optional_text(view, h, problems)
-            if text is None:
-                continue
-            parsed = parse_nvinfer_version_header(text)
-            if parsed is None:
-                problems.append(record(h, "unparsable", f"{h} has no numeric NV_TENSORRT_MAJOR/MINOR/PATCH"))
-            version = ".".join(str(p) for p in parsed if p is not None) if parsed else None
-            copy["header"] = {"path": h, "version": version}
-            break
+        copy["header"] = _version_header(view, group["dir"], ("NvInferVersion.h",), parse_nvinfer_version_header,
+                                         "has no numeric NV_TENSORRT_MAJOR/MINOR/PATCH", problems)
         out.append(copy)
     return out
