@@ -397,7 +397,8 @@ def _main(argv=None) -> int:
     from gpudoctor.install.fix_check import check_fix_wheels  # stdlib only unless a shown fix pins a wheel
 
     offline = getattr(args, "offline", False) or os.environ.get("GPUDOCTOR_OFFLINE") == "1"
-    check_fix_wheels(report, min(args.timeout, 5.0), offline=offline)  # an unserved package gets a note
+    # an unserved package gets a note; OS repositories' indexes (megabytes) only from the cache: check stays fast
+    check_fix_wheels(report, min(args.timeout, 5.0), offline=offline, ask_os_indexes=False)
     from gpudoctor.findings import Severity
 
     args.strict = args.strict or chosen["policy"].strict

@@ -98,3 +98,27 @@ def test_an_os_package_a_fix_installs_is_asked_of_the_repositories_this_os_uses(
     assert os_packages("sudo apt-get install -y linux-headers-$(uname -r) nvidia-driver && sudo reboot") == \
         [("apt", "nvidia-driver")]
     assert os_packages("sudo dnf install -y kernel-devel-$(uname -r)") == []
+
+
+def test_os_packages_are_answered_from_the_cache_only_when_check_asks(monkeypatch, tmp_path):
+    """`check` passes ask_os_indexes=False: an OS repository's index (megabytes) is never fetched for a fix, only
+    read from what `gpudoctor install` cached; the loopback repository sees no request."""
+    from types import SimpleNamespace
+
+    from gpudoctor.install import apt_index
+    from tests.test_apt_index import _Server, debian
+
+    server = _Server()
+    try:
+        monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+        monkeypatch.setattr(apt_index, "repository_for", lambda info, kind="nvidia": debian(server))
+        r = _Report(_finding("sudo apt-get install -y libcudnn9-cuda-99"))
+        r.probes = {"platform": SimpleNamespace(facts={"system": "Linux", "os": {"id": "debian", "version_id": "12"}})}
+        assert check_fix_wheels(r, ask_os_indexes=False) == 0 and server.requests == []
+        assert check_fix_wheels(r) == 1  # asked: fetched and cached
+        apt_index._MEMO.clear()
+        r.findings = [_finding("sudo apt-get install -y libcudnn9-cuda-99")]
+        n = len(server.requests)
+        assert check_fix_wheels(r, ask_os_indexes=False) == 1 and len(server.requests) == n  # from the cache
+    finally:
+        server.close()

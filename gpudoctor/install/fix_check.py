@@ -80,10 +80,13 @@ def _os_sources(report, kind: str) -> List[str]:
     return [u for u in (repository_for(info, "nvidia"), repository_for(info, "distro")) if u]
 
 
-def check_fix_wheels(report, timeout: float = 5.0, offline: bool = False) -> int:
+def check_fix_wheels(report, timeout: float = 5.0, offline: bool = False, ask_os_indexes: bool = True) -> int:
     """Add a note to each shown fix (of a warning or failure in ``report.findings``) whose pinned pip wheel its
-    index does not serve; ``timeout``: seconds for all index requests together. Returns how many fixes got a
-    note. Findings are replaced in ``report.findings`` (they are frozen)."""
+    index does not serve, or whose apt/dnf package no repository of this OS serves; ``timeout``: seconds for all
+    index requests together. ``ask_os_indexes=False`` answers OS packages from the cache only (what
+    ``gpudoctor install`` fetched within its lifetime): an OS repository's index is megabytes (Debian's three
+    components: 1.7 s cold here), more than ``check`` may spend. Returns how many fixes got a note. Findings are
+    replaced in ``report.findings`` (they are frozen)."""
     from gpudoctor.findings import Severity
 
     shown = [(i, f) for i, f in enumerate(report.findings)
@@ -94,6 +97,7 @@ def check_fix_wheels(report, timeout: float = 5.0, offline: bool = False) -> int
     from gpudoctor.install.verify import NOT_SERVED, IndexSession, default_checkers
 
     session = IndexSession(offline=offline, timeout=timeout, checkers=default_checkers())
+    os_session = session if ask_os_indexes else IndexSession(offline=True, timeout=timeout, checkers=default_checkers())
     sources = {kind: _os_sources(report, kind) for kind in ("apt", "dnf")}
 
     def not_served(cmd: str) -> List[str]:
@@ -101,7 +105,7 @@ def check_fix_wheels(report, timeout: float = 5.0, offline: bool = False) -> int
                if c.status == NOT_SERVED]
         for kind, name in os_packages(cmd):
             # a package is missing only when every repository this OS uses answered without it
-            checks = [session.check(kind, name, src) for src in sources[kind]]
+            checks = [os_session.check(kind, name, src) for src in sources[kind]]
             if checks and all(c.status == NOT_SERVED for c in checks):
                 out.append(f"{name} is in none of {', '.join(c.index for c in checks)}")
         return out
